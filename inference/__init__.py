@@ -1,0 +1,71 @@
+"""The embedded, disaggregated inference engine.
+
+    from inference import DisaggregatedClient, GenerationRequest
+    client = DisaggregatedClient()            # grader.toml, or the embedded default
+    result = client.generate(GenerationRequest.chat("code", "Be brief.", "Hi"))
+    result.text, result.metrics.prefill_tps, result.metrics.kv_bytes
+
+Never imports streamlit; llama.cpp is imported only when an embedded route
+serves its first request.
+"""
+
+from .backends import Backend, backend_names, register_backend
+from .client import DisaggregatedClient
+from .config import EngineConfig, RouteConfig, default_config, load_config, parse_config
+from .errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    ContextOverflowError,
+    InferenceError,
+    InvalidRequestError,
+    KVTransferError,
+    ModelLoadError,
+    OutputValidationError,
+    SchemaError,
+    UnknownRoleError,
+)
+from .metrics import MetricsHistory, percentile, summarize
+from .models import BUILTIN_MODELS, ModelSpec
+from .types import (
+    ChatMessage,
+    GenerationRequest,
+    GenerationResult,
+    KVHandle,
+    RequestMetrics,
+    WorkerHealth,
+)
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "ChatMessage",
+    "ConfigError",
+    "ContextOverflowError",
+    "DisaggregatedClient",
+    "EngineConfig",
+    "GenerationRequest",
+    "GenerationResult",
+    "InferenceError",
+    "InvalidRequestError",
+    "KVHandle",
+    "KVTransferError",
+    "MetricsHistory",
+    "ModelLoadError",
+    "ModelSpec",
+    "OutputValidationError",
+    "RequestMetrics",
+    "RouteConfig",
+    "SchemaError",
+    "UnknownRoleError",
+    "WorkerHealth",
+    "backend_names",
+    "default_config",
+    "load_config",
+    "parse_config",
+    "percentile",
+    "register_backend",
+    "summarize",
+]

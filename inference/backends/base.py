@@ -1,0 +1,51 @@
+"""The one interface every backend implements.
+
+A backend serves one route (one role). ``prefill`` turns a request into a
+``KVHandle`` holding the real KV state of the prompt; ``decode`` continues from
+a handle; ``generate`` lets one worker do both (the fallback, and the only path
+for servers that cannot split). Failures are part of the interface: every
+method raises an ``InferenceError`` subclass, never a library's own exception.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from ..config import EngineConfig, RouteConfig
+from ..threads import ThreadBudget
+from ..types import GenerationRequest, GenerationResult, KVHandle, WorkerHealth
+
+TokenCallback = Callable[[str], None]
+
+
+class Backend(ABC):
+    """Serves one route. Subclasses are registered by name in ``backends``."""
+
+    def __init__(self, route: RouteConfig, config: EngineConfig, budget: ThreadBudget) -> None:
+        self.route = route
+        self.config = config
+        self.budget = budget
+
+    @abstractmethod
+    def prefill(self, request: GenerationRequest) -> KVHandle:
+        """Evaluate the prompt and return its KV state plus the first token."""
+
+    @abstractmethod
+    def decode(self, handle: KVHandle, on_token: TokenCallback | None = None) -> GenerationResult:
+        """Load ``handle``'s state on the decode side and generate the rest."""
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest,
+                 on_token: TokenCallback | None = None) -> GenerationResult:
+        """Prefill and decode on one worker, with no handoff."""
+
+    @abstractmethod
+    def health(self) -> list[WorkerHealth]:
+        """One entry per worker or server behind this route."""
+
+    def warm(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Load models / open connections ahead of the first request."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Free what the backend holds."""

@@ -1,0 +1,284 @@
+"""The embedded backend: llama.cpp in-process, prefill and decode on separate contexts.
+
+A route gets two workers, each owning its own llama.cpp context over one shared
+copy of the weights. ``prefill`` evaluates the prompt on the prefill context
+(resuming from the longest cached prefix), samples the first token, and copies
+the sequence's KV out with ``llama_state_seq_get_data``. ``decode`` loads those
+bytes into the decode context with ``llama_state_seq_set_data`` and generates
+the rest. While one request decodes, the next one can already prefill.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import EngineConfig, RouteConfig
+from ..errors import KVTransferError, ModelLoadError
+from ..prefix_cache import PrefixCache, common_prefix
+from ..prompting import parse_output, render_chat, schema_to_grammar
+from ..threads import ThreadBudget
+from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics, WorkerHealth
+from ._llama import Context, LoadedModel, Sampler
+from .base import Backend, TokenCallback
+from .worker import Worker
+
+log = logging.getLogger(__name__)
+
+_models: dict[Path, LoadedModel] = {}
+_models_lock = threading.Lock()
+
+
+def shared_model(path: Path, name: str) -> LoadedModel:
+    """One LoadedModel per file for the whole process; contexts share its weights."""
+    key = path.resolve()
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = LoadedModel(key, name)
+        return model
+
+
+@dataclass(slots=True)
+class _Prefill:
+    tokens: list[int]
+    cached: int
+    first: int
+    perf_seconds: float
+    perf_tokens: int
+    wall_seconds: float
+
+
+class EmbeddedBackend(Backend):
+    def __init__(self, route: RouteConfig, config: EngineConfig, budget: ThreadBudget) -> None:
+        super().__init__(route, config, budget)
+        self.spec = config.model(route.model)
+        self.n_ctx = route.n_ctx or self.spec.n_ctx
+        self.flash_attn = int(route.options.get("flash_attn", -1))
+        defaults = self.spec.defaults
+        self.max_tokens = route.max_tokens or int(defaults.get("max_tokens", 256))
+        self.temperature = (route.temperature if route.temperature is not None
+                            else float(defaults.get("temperature", 0.0)))
+        cache_bytes = int(route.prefix_cache_mb) * 1024 * 1024
+        self.prefix_cache = PrefixCache(cache_bytes) if cache_bytes > 0 else None
+        self._model: LoadedModel | None = None
+        self._model_lock = threading.Lock()
+        self._load_error = ""
+        self.prefill_worker: Worker[Context] = Worker(
+            f"{route.role}/prefill", "prefill", route.role, route.name, self._new_context)
+        self.decode_worker: Worker[Context] = Worker(
+            f"{route.role}/decode", "decode", route.role, route.name, self._new_context)
+
+    # -- set-up ---------------------------------------------------------------
+    def model(self) -> LoadedModel:
+        with self._model_lock:
+            if self._model is None:
+                try:
+                    self._model = shared_model(self.spec.resolve_path(), self.spec.name)
+                except ModelLoadError as exc:
+                    self._load_error = str(exc)
+                    raise
+                self._load_error = ""
+            return self._model
+
+    def _new_context(self) -> Context:
+        return Context(self.model(), self.n_ctx, threads=self.budget.total,
+                       flash_attn=self.flash_attn)
+
+    def warm(self) -> None:
+        self.prefill_worker.warm()
+        if self.route.mode == "disaggregated":
+            self.decode_worker.warm()
+
+    def close(self) -> None:
+        self.prefill_worker.close(Context.close)
+        self.decode_worker.close(Context.close)
+
+    def health(self) -> list[WorkerHealth]:
+        workers = [self.prefill_worker]
+        if self.route.mode == "disaggregated":
+            workers.append(self.decode_worker)
+        out = []
+        for w in workers:
+            h = w.health(self.spec.name, self._load_error)
+            if w is self.prefill_worker and self.prefix_cache is not None:
+                h.extra.update(prefix_cache_entries=len(self.prefix_cache),
+                               prefix_cache_mb=round(self.prefix_cache.nbytes / 2**20, 1),
+                               prefix_cache_hits=self.prefix_cache.hits)
+            out.append(h)
+        return out
+
+    # -- the request path -----------------------------------------------------
+    def prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        model = self.model()
+        template = self.spec.chat_template or model.chat_template
+        text = render_chat(request.messages, template, model.bos_text, model.eos_text)
+        return model.tokenize(text)
+
+    def _metrics(self, request: GenerationRequest, method: str) -> RequestMetrics:
+        return RequestMetrics(
+            request_id=request.request_id, role=self.route.role, route=self.route.name,
+            method=method, model=self.spec.name, started_at=time.time(),  # type: ignore[arg-type]
+        )
+
+    def _sampler(self, request: GenerationRequest, seed: int) -> Sampler:
+        grammar = schema_to_grammar(request.schema_text) if request.schema_text else None
+        return Sampler(self.model(), self._temperature(request), seed, grammar)
+
+    def _temperature(self, request: GenerationRequest) -> float:
+        return self.temperature if request.temperature is None else request.temperature
+
+    def _max_tokens(self, request: GenerationRequest) -> int:
+        return self.max_tokens if request.max_tokens is None else request.max_tokens
+
+    def _run_prefill(self, ctx: Context, request: GenerationRequest) -> _Prefill:
+        t0 = time.perf_counter()
+        tokens = self.prompt_tokens(request)
+        ctx.check_fits(len(tokens), self._max_tokens(request))
+        cached = self._reuse_prefix(ctx, tokens)
+        ctx.perf_reset()
+        with self.budget.slot():
+            for start in range(cached, len(tokens), ctx.n_batch):
+                ctx.set_threads(self.budget.share())
+                ctx.eval(tokens[start:start + ctx.n_batch])
+        perf = ctx.perf()
+        with self._sampler(request, request.seed) as sampler:
+            first = sampler.sample(ctx)
+        return _Prefill(tokens, cached, first, perf.seconds, perf.tokens,
+                        time.perf_counter() - t0)
+
+    def _reuse_prefix(self, ctx: Context, tokens: list[int]) -> int:
+        """Keep or restore the longest known prefix of ``tokens`` in ctx; its length."""
+        if self.prefix_cache is None:
+            ctx.clear()
+            return 0
+        live = min(common_prefix(ctx.tokens, tokens), len(tokens) - 1)
+        entry, cached = self.prefix_cache.lookup(tokens)
+        if entry is not None and cached > live:
+            ctx.set_state(entry.state, entry.tokens)
+            ctx.truncate(cached)
+            return cached
+        ctx.truncate(live)
+        return live
+
+    def prefill(self, request: GenerationRequest) -> KVHandle:
+        t_start = time.perf_counter()
+        m = self._metrics(request, "disaggregated")
+        with self.prefill_worker.serve() as (ctx, queued):
+            pre = self._run_prefill(ctx, request)
+            t_get = time.perf_counter()
+            state = ctx.get_state()
+            get_seconds = time.perf_counter() - t_get
+            if self.prefix_cache is not None:
+                self.prefix_cache.put(pre.tokens, state)
+        m.prefill_worker = self.prefill_worker.name
+        m.queue_seconds = queued
+        self._fill_prefill(m, pre)
+        m.kv_bytes = len(state)
+        m.handoff_seconds = get_seconds
+        return KVHandle(request, tuple(pre.tokens), pre.first, state, ctx.fingerprint, m, t_start)
+
+    @staticmethod
+    def _fill_prefill(m: RequestMetrics, pre: _Prefill) -> None:
+        m.prompt_tokens = len(pre.tokens)
+        m.cached_tokens = pre.cached
+        m.prefill_tokens = pre.perf_tokens
+        m.prefill_seconds = pre.perf_seconds
+
+    def decode(self, handle: KVHandle, on_token: TokenCallback | None = None) -> GenerationResult:
+        request, m = handle.request, handle.metrics
+        with self.decode_worker.serve() as (ctx, queued):
+            if handle.fingerprint != ctx.fingerprint:
+                raise KVTransferError(
+                    f"KV state from a different model or layout ({handle.fingerprint} != "
+                    f"{ctx.fingerprint}); refusing to load it")
+            t_set = time.perf_counter()
+            ctx.set_state(handle.state, handle.prompt_tokens)
+            m.handoff_seconds += time.perf_counter() - t_set
+            m.queue_seconds += queued
+            m.decode_worker = self.decode_worker.name
+            return self._run_decode(ctx, request, handle.first_token, m, handle.t_start, on_token)
+
+    def generate(self, request: GenerationRequest,
+                 on_token: TokenCallback | None = None) -> GenerationResult:
+        t_start = time.perf_counter()
+        m = self._metrics(request, "single")
+        with self.prefill_worker.serve() as (ctx, queued):
+            pre = self._run_prefill(ctx, request)
+            if self.prefix_cache is not None:
+                self.prefix_cache.put(pre.tokens, ctx.get_state())
+            m.queue_seconds = queued
+            m.prefill_worker = m.decode_worker = self.prefill_worker.name
+            self._fill_prefill(m, pre)
+            return self._run_decode(ctx, request, pre.first, m, t_start, on_token)
+
+    def _run_decode(self, ctx: Context, request: GenerationRequest, first: int,
+                    m: RequestMetrics, t_start: float,
+                    on_token: TokenCallback | None) -> GenerationResult:
+        model = self.model()
+        max_tokens = self._max_tokens(request)
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        text, out = "", []
+        finish = "length"
+        ctx.perf_reset()
+        emit: Callable[[str], None] = on_token or (lambda _s: None)
+        # Hold back as many characters as a stop string could still need, so
+        # the stream never shows text that the stop string later cuts off.
+        holdback = max((len(s) for s in request.stop), default=1) - 1
+        emitted, cut = 0, False
+        # The decode side's sampler continues the prefill side's: same settings,
+        # the first token accepted (advancing the grammar), a seed of its own.
+        with self._sampler(request, request.seed + 1) as sampler, self.budget.slot():
+            sampler.accept(first)
+            token = first
+            while True:
+                if model.is_eog(token):
+                    finish = "stop"
+                    break
+                out.append(token)
+                piece = utf8.decode(model.piece(token))
+                if len(out) == 1:
+                    m.ttft_seconds = time.perf_counter() - t_start
+                text += piece
+                hit = _first_stop(text, request.stop)
+                if hit is not None:
+                    text, finish, cut = text[:hit], "stop", True
+                    break
+                if len(text) - holdback > emitted:
+                    emit(text[emitted:len(text) - holdback])
+                    emitted = len(text) - holdback
+                if len(out) >= max_tokens:
+                    break
+                ctx.set_threads(self.budget.share())
+                ctx.eval([token])
+                token = sampler.sample(ctx)
+            m.threads = self.budget.share()
+        if not cut:
+            text += utf8.decode(b"", final=True)
+        if len(text) > emitted:
+            emit(text[emitted:])
+        perf = ctx.perf()
+        m.decode_tokens = len(out)
+        m.decode_evals = perf.n_eval + perf.n_prompt
+        m.decode_seconds = perf.seconds
+        m.finish_reason = finish
+        m.total_seconds = time.perf_counter() - t_start
+        m.finished_at = time.time()
+        if request.json_schema is not None:
+            parsed = parse_output(text, request.json_schema, m)
+        else:
+            parsed = None
+        return GenerationResult(text=text, finish_reason=finish,  # type: ignore[arg-type]
+                                metrics=m, parsed=parsed, tokens=tuple(out))
+
+
+def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
+    hits = [i for s in stops if (i := text.find(s)) >= 0]
+    return min(hits) if hits else None
+
+
