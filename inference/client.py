@@ -27,8 +27,8 @@ from .errors import (
     KVTransferError,
     UnknownRoleError,
 )
+from .grammar import check_schema
 from .metrics import MetricsHistory
-from .prompting import check_schema
 from .threads import ThreadBudget
 from .types import GenerationRequest, GenerationResult, RequestMetrics, WorkerHealth
 

@@ -1,9 +1,9 @@
-"""Chat templates and JSON schemas: turning a request into text and a grammar.
+"""Chat templates and output parsing: a request into prompt text, JSON out of a reply.
 
 Chat templates come from the GGUF metadata (``tokenizer.chat_template``) and
-are rendered with a sandboxed Jinja2 environment. A JSON schema becomes a
-llama.cpp GBNF grammar so the model can only produce valid JSON; the output is
-validated again with ``jsonschema`` and a failure is a typed error.
+are rendered with a sandboxed Jinja2 environment. Output of a schema-constrained
+request (see ``grammar``) is validated again with ``jsonschema``; a failure is a
+typed error carrying the raw text, never a default value.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import jsonschema
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import ConfigError, OutputValidationError, SchemaError
+from .errors import ConfigError, OutputValidationError
 from .types import ChatMessage
 
 PLAIN_TEMPLATE = "plain"
@@ -50,30 +50,6 @@ def render_chat(messages: Sequence[ChatMessage], template: str | None,
         )
     except TemplateError as exc:
         raise ConfigError(f"chat template failed to render: {exc}") from exc
-
-
-@functools.lru_cache(maxsize=64)
-def schema_to_grammar(schema_text: str) -> str:
-    """GBNF grammar for a JSON schema given as JSON text, or SchemaError."""
-    try:
-        schema = json.loads(schema_text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"schema is not valid JSON: {exc}") from exc
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise SchemaError(f"schema is not a valid JSON Schema: {exc.message}") from exc
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    try:
-        return json_schema_to_gbnf(schema_text)
-    except Exception as exc:  # the converter raises bare Exceptions/ValueErrors
-        raise SchemaError(f"schema cannot be compiled to a grammar: {exc}") from exc
-
-
-def check_schema(schema: dict[str, Any]) -> str:
-    """Validate a schema early (before any model work); returns its grammar."""
-    return schema_to_grammar(json.dumps(schema, separators=(",", ":")))
 
 
 def parse_output(text: str, schema: dict[str, Any], metrics: Any = None) -> Any:

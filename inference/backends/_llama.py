@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp as C
+import numpy as np
 
 from ..errors import (
     BackendError,
@@ -79,6 +80,7 @@ class LoadedModel:
         self.n_layer = C.llama_model_n_layer(self._ptr)
         self.n_embd = C.llama_model_n_embd(self._ptr)
         self.size_bytes = path.stat().st_size
+        self._pieces: dict[int, bytes] = {}
         self.chat_template = self.meta("tokenizer.chat_template")
         self.bos_text = self._special_text(C.llama_vocab_bos(self.vocab))
         self.eos_text = self._special_text(C.llama_vocab_eos(self.vocab))
@@ -118,12 +120,19 @@ class LoadedModel:
         return list(buf[:n])
 
     def piece(self, token: int, special: bool = False) -> bytes:
+        if not special:
+            cached = self._pieces.get(token)
+            if cached is not None:
+                return cached
         buf = ctypes.create_string_buffer(64)
         n = C.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
             n = C.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
-        return buf.raw[:n]
+        out = buf.raw[:n]
+        if not special:
+            self._pieces[token] = out
+        return out
 
     def is_eog(self, token: int) -> bool:
         return bool(C.llama_vocab_is_eog(self.vocab, token))
@@ -153,10 +162,20 @@ class Perf:
 
 
 class Sampler:
-    """A llama.cpp sampler chain: optional grammar, then greedy or seeded sampling."""
+    """A llama.cpp sampler chain: optional grammar, then greedy or seeded sampling.
+
+    Plain greedy decoding (no grammar, temperature 0) skips the chain and takes
+    the argmax of the logits directly: the chain copies all n_vocab candidates
+    for every token, which costs about 1% of SmolLM2's decode time. Both pick
+    the first of equal maxima, so the output is the same.
+    """
 
     def __init__(self, model: LoadedModel, temperature: float, seed: int,
                  grammar: str | None, top_k: int = 40, top_p: float = 0.95) -> None:
+        self._n_vocab = model.n_vocab
+        self._ptr = None
+        if grammar is None and temperature <= 0.0:
+            return
         params = C.llama_sampler_chain_default_params()
         params.no_perf = True
         self._ptr = C.llama_sampler_chain_init(params)
@@ -176,11 +195,17 @@ class Sampler:
 
     def sample(self, ctx: Context) -> int:
         """Sample from the last evaluated position and accept the token."""
+        if self._ptr is None:
+            logits = C.llama_get_logits_ith(ctx.ptr, -1)
+            if not logits:
+                raise BackendError("llama.cpp returned no logits for the last position")
+            return int(np.ctypeslib.as_array(logits, shape=(self._n_vocab,)).argmax())
         return int(C.llama_sampler_sample(self._ptr, ctx.ptr, -1))
 
     def accept(self, token: int) -> None:
         """Advance the chain's state (grammar, penalties) by a token sampled elsewhere."""
-        C.llama_sampler_accept(self._ptr, token)
+        if self._ptr is not None:
+            C.llama_sampler_accept(self._ptr, token)
 
     def close(self) -> None:
         if self._ptr:
@@ -222,6 +247,7 @@ class Context:
         self._mem = C.llama_get_memory(self._ptr)
         self._threads = threads
         self.tokens: list[int] = []  # what seq 0 holds, position by position
+        self._one = (C.llama_token * 1)()  # reused for single-token decode steps
         self.fingerprint = kv_fingerprint(model, flash_attn)
 
     @property
@@ -239,14 +265,21 @@ class Context:
 
     def eval(self, tokens: list[int]) -> None:
         """Append ``tokens`` to seq 0, in chunks of n_batch; logits for the last one."""
+        if len(tokens) == 1:  # the decode loop's hot path: no new array per token
+            self._one[0] = tokens[0]
+            self._decode(self._one, 1)
+            self.tokens.append(tokens[0])
+            return
         for start in range(0, len(tokens), self.n_batch):
             chunk = tokens[start:start + self.n_batch]
-            arr = (C.llama_token * len(chunk))(*chunk)
-            rc = C.llama_decode(self._ptr, C.llama_batch_get_one(arr, len(chunk)))
-            if rc != 0:
-                raise BackendError(f"llama_decode failed with code {rc} at position "
-                                   f"{len(self.tokens)} of context {self.n_ctx}")
+            self._decode((C.llama_token * len(chunk))(*chunk), len(chunk))
             self.tokens.extend(chunk)
+
+    def _decode(self, arr: ctypes.Array[ctypes.c_int32], n: int) -> None:
+        rc = C.llama_decode(self._ptr, C.llama_batch_get_one(arr, n))
+        if rc != 0:
+            raise BackendError(f"llama_decode failed with code {rc} at position "
+                               f"{len(self.tokens)} of context {self.n_ctx}")
 
     def truncate(self, n_keep: int) -> None:
         """Drop every position >= n_keep from seq 0."""

@@ -1,0 +1,66 @@
+"""Shared fixtures: real engines over the bundled SmolLM2 model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inference import DisaggregatedClient, EngineConfig, RouteConfig
+from inference.models import BUILTIN_MODELS
+
+FILLER = (
+    "Cell {i}: the analyst loads sales.csv with pandas, groups revenue by region, "
+    "computes the mean order value, and plots a bar chart of the top {i} products. "
+)
+
+
+@pytest.fixture(scope="session")
+def smollm_path() -> Path:
+    return BUILTIN_MODELS["smollm2-135m"].resolve_path()
+
+
+def make_config(tmp: Path, routes: dict[str, dict], threads: int | None = 2) -> EngineConfig:
+    return EngineConfig(
+        routes={role: RouteConfig(role=role, **kw) for role, kw in routes.items()},
+        threads=threads,
+        history_db=tmp / "history.db",
+    )
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DisaggregatedClient]:
+    """The embedded default: code and feedback, each a prefill + decode pair."""
+    tmp = tmp_path_factory.mktemp("engine")
+    client = DisaggregatedClient(make_config(tmp, {"code": {}, "feedback": {}}))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DisaggregatedClient]:
+    """Two routes without prefix reuse: `split` hands KV over, `one` does not."""
+    tmp = tmp_path_factory.mktemp("pair")
+    client = DisaggregatedClient(make_config(tmp, {
+        "split": {"mode": "disaggregated", "prefix_cache_mb": 0, "fallback": False},
+        "one": {"mode": "single", "prefix_cache_mb": 0},
+    }))
+    yield client
+    client.close()
+
+
+def prompt_of(client: DisaggregatedClient, role: str, n_tokens: int, system: str,
+              question: str) -> str:
+    """A user message whose chat prompt is at least ``n_tokens`` tokens long."""
+    from inference import GenerationRequest
+
+    backend = client.backend(role)
+    body, i = "", 0
+    while True:
+        text = body + question
+        req = GenerationRequest.chat(role, system, text)
+        if len(backend.prompt_tokens(req)) >= n_tokens:  # type: ignore[attr-defined]
+            return text
+        i += 1
+        body += FILLER.format(i=i)
