@@ -13,8 +13,10 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
-# Debian packages: build tools for llama-cpp-python (no binary wheel here).
-APT_PACKAGES=(build-essential cmake)
+# Debian packages: build tools for llama-cpp-python (no binary wheel here); bubblewrap,
+# the sandbox for student code; R with the IRkernel and the tidyverse for R notebooks.
+APT_PACKAGES=(build-essential cmake bubblewrap r-base-core r-cran-irkernel r-cran-tidyverse
+              r-cran-readxl)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -1,0 +1,48 @@
+"""The grader package's one exception tree.
+
+    GraderError
+    ├── InputError            a file the instructor gave cannot be used
+    │   ├── NotebookError     not JSON, not a notebook, too large, too many cells, binary
+    │   ├── ArchiveError      bad ZIP: zip-slip, zip bomb, corrupt
+    │   └── RubricError       rubric invalid: lists every problem found
+    ├── SandboxError          the sandbox could not be set up (not the student's fault)
+    └── StoreError            the SQLite store failed
+
+Every InputError names the file and the reason; layers never raise into the
+pipeline's caller (a crashed layer becomes a result with the error attached).
+"""
+
+from __future__ import annotations
+
+
+class GraderError(Exception):
+    """Base class for every error the grader package raises."""
+
+
+class InputError(GraderError):
+    def __init__(self, file: str, reason: str) -> None:
+        self.file = file
+        self.reason = reason
+        super().__init__(f"{file}: {reason}")
+
+
+class NotebookError(InputError):
+    pass
+
+
+class ArchiveError(InputError):
+    pass
+
+
+class RubricError(InputError):
+    def __init__(self, file: str, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(file, "; ".join(self.problems))
+
+
+class SandboxError(GraderError):
+    pass
+
+
+class StoreError(GraderError):
+    pass
