@@ -26,8 +26,14 @@ WRITTEN_CHECKS = ("answer",)
 KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
 ASPECTS = ("type", "shape", "columns", "rows", "values")
 LANGUAGES = ("python", "r")
-DEFAULT_PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "Your answer here", "TODO",
-                        "Type your answer here", "Write your answer here")
+DEFAULT_PLACEHOLDERS = (
+    "YOUR ANSWER HERE",
+    "YOUR CODE HERE",
+    "Your answer here",
+    "TODO",
+    "Type your answer here",
+    "Write your answer here",
+)
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -52,9 +58,13 @@ class Check:
 
     @property
     def target(self) -> str:
-        return {"assigns": ", ".join(self.names), "calls": ", ".join(self.functions),
-                "output": self.variable, "runs": "all cells", "answer": self.question}.get(
-                    self.type, self.type)
+        return {
+            "assigns": ", ".join(self.names),
+            "calls": ", ".join(self.functions),
+            "output": self.variable,
+            "runs": "all cells",
+            "answer": self.question,
+        }.get(self.type, self.type)
 
     def aspect_weights(self) -> dict[str, float]:
         """The fraction of this check each compared aspect is worth (output checks)."""
@@ -97,8 +107,9 @@ class Rubric:
         return next(c for c in self.criteria if c.id == cid)
 
     def output_variables(self) -> list[str]:
-        return sorted({ch.variable for c in self.criteria for ch in c.checks
-                       if ch.type == "output"})
+        return sorted(
+            {ch.variable for c in self.criteria for ch in c.checks if ch.type == "output"}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +154,27 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
     ctype = data.get("type")
     allowed = KINDS.get(kind, ())
     if ctype not in allowed:
-        problems.append(f"{where}: unknown check type {ctype!r} for a {kind} criterion "
-                        f"(valid: {', '.join(allowed)})")
+        problems.append(
+            f"{where}: unknown check type {ctype!r} for a {kind} criterion "
+            f"(valid: {', '.join(allowed)})"
+        )
         return None
-    known = {"type", "weight", "names", "functions", "variable", "compare", "rtol", "atol",
-             "ignore_order", "partial", "max_errors", "question", "min_words", "placeholders"}
+    known = {
+        "type",
+        "weight",
+        "names",
+        "functions",
+        "variable",
+        "compare",
+        "rtol",
+        "atol",
+        "ignore_order",
+        "partial",
+        "max_errors",
+        "question",
+        "min_words",
+        "placeholders",
+    }
     for key in sorted(set(data) - known):
         problems.append(f"{where}: unknown field {key!r}")
     kw: dict[str, Any] = {"type": ctype}
@@ -209,10 +236,13 @@ def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
         raise RubricError(source, ["the rubric must be a JSON object"])
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
-        problems.append(f"schema_version is {version!r}; this grader reads version "
-                        f"{SCHEMA_VERSION}")
-    for key in sorted(set(data) - {"schema_version", "title", "language", "total_points",
-                                   "criteria", "placeholders"}):
+        problems.append(
+            f"schema_version is {version!r}; this grader reads version {SCHEMA_VERSION}"
+        )
+    for key in sorted(
+        set(data)
+        - {"schema_version", "title", "language", "total_points", "criteria", "placeholders"}
+    ):
         problems.append(f"unknown field {key!r}")
     language = data.get("language")
     if language not in LANGUAGES:
@@ -233,13 +263,18 @@ def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
             criteria.append(crit)
     point_sum = sum(c.points for c in criteria)
     if criteria and total and not math.isclose(point_sum, float(total), abs_tol=1e-6):
-        problems.append(f"criteria points add up to {point_sum:g}, but total_points is "
-                        f"{float(total):g}")
+        problems.append(
+            f"criteria points add up to {point_sum:g}, but total_points is {float(total):g}"
+        )
     if problems:
         raise RubricError(source, problems)
-    return Rubric(title=str(data.get("title", "")), language=str(language),
-                  total_points=float(total), criteria=tuple(criteria),
-                  placeholders=_as_tuple(data.get("placeholders", []), "placeholders", []))
+    return Rubric(
+        title=str(data.get("title", "")),
+        language=str(language),
+        total_points=float(total),
+        criteria=tuple(criteria),
+        placeholders=_as_tuple(data.get("placeholders", []), "placeholders", []),
+    )
 
 
 def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion | None:
@@ -255,8 +290,9 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         problems.append(f"{where}: duplicate id {cid!r}")
     seen.add(cid)
     where = f"criterion {cid!r}"
-    for key in sorted(set(c) - {"id", "title", "kind", "points", "checks", "task",
-                                "description", "expectations"}):
+    for key in sorted(
+        set(c) - {"id", "title", "kind", "points", "checks", "task", "description", "expectations"}
+    ):
         problems.append(f"{where}: unknown field {key!r}")
     kind = c.get("kind")
     if kind not in KINDS:
@@ -270,15 +306,24 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
     if not isinstance(raw_checks, list) or not raw_checks:
         problems.append(f"{where}: needs a non-empty list of checks")
         raw_checks = []
-    checks = [ch for j, r in enumerate(raw_checks)
-              if (ch := _check(r, f"{where} check {j + 1}", kind, problems)) is not None]
+    checks = [
+        ch
+        for j, r in enumerate(raw_checks)
+        if (ch := _check(r, f"{where} check {j + 1}", kind, problems)) is not None
+    ]
     weights = sum(ch.weight for ch in checks)
     if checks and not math.isclose(weights, 1.0, abs_tol=1e-6):
         problems.append(f"{where}: check weights add up to {weights:g}, not 1")
-    return Criterion(id=cid, title=str(c.get("title", cid)), kind=kind, points=float(points),
-                     checks=tuple(checks), task=str(c.get("task", "")),
-                     description=str(c.get("description", "")),
-                     expectations=str(c.get("expectations", "")))
+    return Criterion(
+        id=cid,
+        title=str(c.get("title", cid)),
+        kind=kind,
+        points=float(points),
+        checks=tuple(checks),
+        task=str(c.get("task", "")),
+        description=str(c.get("description", "")),
+        expectations=str(c.get("expectations", "")),
+    )
 
 
 # -- serialisation ----------------------------------------------------------------
@@ -287,12 +332,27 @@ _CHECK_DEFAULTS = Check(type="")
 
 def check_to_dict(ch: Check) -> dict[str, Any]:
     out: dict[str, Any] = {"type": ch.type}
-    for name in ("names", "functions", "variable", "compare", "rtol", "atol", "ignore_order",
-                 "partial", "max_errors", "question", "min_words", "placeholders"):
+    for name in (
+        "names",
+        "functions",
+        "variable",
+        "compare",
+        "rtol",
+        "atol",
+        "ignore_order",
+        "partial",
+        "max_errors",
+        "question",
+        "min_words",
+        "placeholders",
+    ):
         value = getattr(ch, name)
         if value != getattr(_CHECK_DEFAULTS, name):
-            out[name] = dict(value) if name == "partial" else (
-                list(value) if isinstance(value, tuple) else value)
+            out[name] = (
+                dict(value)
+                if name == "partial"
+                else (list(value) if isinstance(value, tuple) else value)
+            )
     out["weight"] = ch.weight
     return out
 
@@ -306,8 +366,12 @@ def rubric_to_dict(r: Rubric) -> dict[str, Any]:
                 d[key] = getattr(c, key)
         d["checks"] = [check_to_dict(ch) for ch in c.checks]
         crits.append(d)
-    out: dict[str, Any] = {"schema_version": r.schema_version, "title": r.title,
-                           "language": r.language, "total_points": r.total_points}
+    out: dict[str, Any] = {
+        "schema_version": r.schema_version,
+        "title": r.title,
+        "language": r.language,
+        "total_points": r.total_points,
+    }
     if r.placeholders:
         out["placeholders"] = list(r.placeholders)
     out["criteria"] = crits
@@ -340,8 +404,7 @@ def save_rubric(r: Rubric, path: Path) -> None:
 
 def with_criteria(r: Rubric, criteria: list[Criterion]) -> Rubric:
     """A copy with other criteria; total_points follows their sum (for editors)."""
-    return replace(r, criteria=tuple(criteria),
-                   total_points=float(sum(c.points for c in criteria)))
+    return replace(r, criteria=tuple(criteria), total_points=float(sum(c.points for c in criteria)))
 
 
 # -- assignment folders -----------------------------------------------------------
@@ -350,15 +413,17 @@ def load_assignment(root: Path) -> Assignment:
     root = root.resolve()
     manifest = root / "assignment.toml"
     if not manifest.exists():
-        raise RubricError(str(root), ["no assignment.toml in this folder "
-                                      "(see docs/rubric-format.md)"])
+        raise RubricError(
+            str(root), ["no assignment.toml in this folder (see docs/rubric-format.md)"]
+        )
     try:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RubricError(str(manifest), [f"cannot read: {exc}"]) from exc
     problems: list[str] = []
-    for key in sorted(set(data) - {"title", "rubric", "template", "solution", "data",
-                                   "submissions"}):
+    for key in sorted(
+        set(data) - {"title", "rubric", "template", "solution", "data", "submissions"}
+    ):
         problems.append(f"unknown key {key!r}")
     paths: dict[str, Path] = {}
     for key in ("rubric", "template", "solution"):
@@ -378,8 +443,14 @@ def load_assignment(root: Path) -> Assignment:
     if problems:
         raise RubricError(str(manifest), problems)
     rubric = load_rubric(paths["rubric"])
-    return Assignment(name=root.name, root=root, rubric=rubric, rubric_path=paths["rubric"],
-                      template=paths["template"], solution=paths["solution"],
-                      data=tuple(data_paths),
-                      submissions=(root / subs).resolve() if isinstance(subs, str) else None,
-                      title=str(data.get("title") or rubric.title))
+    return Assignment(
+        name=root.name,
+        root=root,
+        rubric=rubric,
+        rubric_path=paths["rubric"],
+        template=paths["template"],
+        solution=paths["solution"],
+        data=tuple(data_paths),
+        submissions=(root / subs).resolve() if isinstance(subs, str) else None,
+        title=str(data.get("title") or rubric.title),
+    )

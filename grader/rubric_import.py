@@ -57,8 +57,9 @@ def _questions(data: dict[str, Any]) -> list[tuple[str, float, str]]:
     return out
 
 
-def import_seed_rubric(data: dict[str, Any], language: str = "r",
-                       source: str = "<seed rubric>") -> ImportReport:
+def import_seed_rubric(
+    data: dict[str, Any], language: str = "r", source: str = "<seed rubric>"
+) -> ImportReport:
     info = data.get("assignment_info") or {}
     sections = (data.get("autograder_checks") or {}).get("sections")
     if not isinstance(sections, dict) or not sections:
@@ -77,40 +78,69 @@ def import_seed_rubric(data: dict[str, Any], language: str = "r",
         parts = [p for p in (("assigns", variables), ("calls", functions)) if p[1]]
         for ctype, names in parts:
             field_name = "names" if ctype == "assigns" else "functions"
-            checks.append(Check(type=ctype, weight=1.0 / len(parts),
-                                **{field_name: tuple(dict.fromkeys(names))}))
+            checks.append(
+                Check(
+                    type=ctype, weight=1.0 / len(parts), **{field_name: tuple(dict.fromkeys(names))}
+                )
+            )
         for extra in sorted(set(sec) - {"name", "points", "variables", "functions"}):
             dropped.append(f"{key}.{extra}: not representable as a deterministic check")
         if not checks:
             dropped.append(f"{key}: no variables or functions; imported as a runs check")
             checks.append(Check(type="runs"))
-        criteria.append(Criterion(id=_slug(key), title=title, kind="code", points=points,
-                                  checks=tuple(checks)))
+        criteria.append(
+            Criterion(id=_slug(key), title=title, kind="code", points=points, checks=tuple(checks))
+        )
     for name in ("partial_credit_rules", "strict_scoring_rules", "common_issues_and_solutions"):
         if name in data:
             dropped.append(f"{name}: regex/penalty rules are not imported (see module doc)")
     total = float(info.get("total_points") or sum(c.points for c in criteria))
-    rubric = Rubric(title=str(info.get("title") or info.get("name") or "Imported rubric"),
-                    language=language, total_points=total, criteria=tuple(criteria))
+    rubric = Rubric(
+        title=str(info.get("title") or info.get("name") or "Imported rubric"),
+        language=language,
+        total_points=total,
+        criteria=tuple(criteria),
+    )
     # Round-trip through the validator: the import must produce a valid rubric.
     return ImportReport(rubric_from_dict(rubric_to_dict(rubric), source), dropped)
 
 
-def _written(data: dict[str, Any], key: str, title: str, points: float, sec: dict[str, Any],
-             dropped: list[str]) -> list[Criterion]:
+def _written(
+    data: dict[str, Any],
+    key: str,
+    title: str,
+    points: float,
+    sec: dict[str, Any],
+    dropped: list[str],
+) -> list[Criterion]:
     min_words = int(sec.get("min_words_per_question", 1) or 1)
     questions = _questions(data)
     if questions and abs(sum(p for _, p, _ in questions) - points) < 1e-6:
-        return [Criterion(id=_slug(qkey), title=f"{title}: {_question_label(qkey)}",
-                          kind="written", points=qpoints, description=desc,
-                          checks=(Check(type="answer", question=_question_label(qkey),
-                                        min_words=min_words),))
-                for qkey, qpoints, desc in questions]
+        return [
+            Criterion(
+                id=_slug(qkey),
+                title=f"{title}: {_question_label(qkey)}",
+                kind="written",
+                points=qpoints,
+                description=desc,
+                checks=(Check(type="answer", question=_question_label(qkey), min_words=min_words),),
+            )
+            for qkey, qpoints, desc in questions
+        ]
     if questions:
-        dropped.append(f"{key}: question points do not add up to the section's; "
-                       "imported as one written criterion")
-    return [Criterion(id=_slug(key), title=title, kind="written", points=points,
-                      checks=(Check(type="answer", question=title, min_words=min_words),))]
+        dropped.append(
+            f"{key}: question points do not add up to the section's; "
+            "imported as one written criterion"
+        )
+    return [
+        Criterion(
+            id=_slug(key),
+            title=title,
+            kind="written",
+            points=points,
+            checks=(Check(type="answer", question=title, min_words=min_words),),
+        )
+    ]
 
 
 def import_seed_file(path: Path, language: str = "r") -> ImportReport:

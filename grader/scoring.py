@@ -26,8 +26,14 @@ CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "
 
 
 def _find(results: list[CheckResult], crit: Criterion, check: Check) -> CheckResult | None:
-    return next((r for r in results if r.criterion_id == crit.id and r.check == check.type
-                 and r.target == check.target), None)
+    return next(
+        (
+            r
+            for r in results
+            if r.criterion_id == crit.id and r.check == check.type and r.target == check.target
+        ),
+        None,
+    )
 
 
 def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> CriterionResult:
@@ -41,14 +47,26 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
         res = _find(all_checks, crit, check)
         if res is None:
             lr = layers.get(layer)
-            why = (f"layer {layer} crashed: {lr.error}" if lr is not None and lr.error
-                   else f"layer {layer} did not evaluate this check")
-            res = CheckResult(crit.id, check.type, check.target, 0.0, check.weight, layer, why,
-                              status="error")
+            why = (
+                f"layer {layer} crashed: {lr.error}"
+                if lr is not None and lr.error
+                else f"layer {layer} did not evaluate this check"
+            )
+            res = CheckResult(
+                crit.id, check.type, check.target, 0.0, check.weight, layer, why, status="error"
+            )
         if check.type == "output" and check.variable in hardcoded and res.score > 0:
-            res = CheckResult(res.criterion_id, res.check, res.target, 0.0, res.weight,
-                              res.layer, f"{res.message}; scored 0: {check.variable} is "
-                              "hard-coded, not computed", res.evidence, res.status)
+            res = CheckResult(
+                res.criterion_id,
+                res.check,
+                res.target,
+                0.0,
+                res.weight,
+                res.layer,
+                f"{res.message}; scored 0: {check.variable} is hard-coded, not computed",
+                res.evidence,
+                res.status,
+            )
         if res.status != "ok":
             out.needs_review = True
             out.review_reasons.append(f"{check.type} {check.target}: {res.message}")
@@ -58,22 +76,54 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
     return out
 
 
-def build_report(rubric: Rubric, file: str, sha256: str, assignment: str,
-                 layers: dict[str, LayerResult], student_id: str = "",
-                 display_name: str = "") -> GradeReport:
+def build_report(
+    rubric: Rubric,
+    file: str,
+    sha256: str,
+    assignment: str,
+    layers: dict[str, LayerResult],
+    student_id: str = "",
+    display_name: str = "",
+) -> GradeReport:
     flags = [f for lr in layers.values() for f in lr.flags]
     criteria = [score_criterion(c, layers) for c in rubric.criteria]
     return GradeReport(
-        file=file, sha256=sha256, assignment=assignment, rubric_version=rubric.version,
-        status="graded", score=round(sum(c.points for c in criteria), 4),
-        max_score=rubric.total_points, student_id=student_id, display_name=display_name,
-        criteria=criteria, flags=flags, layers=layers, created_at=time.time())
+        file=file,
+        sha256=sha256,
+        assignment=assignment,
+        rubric_version=rubric.version,
+        status="graded",
+        score=round(sum(c.points for c in criteria), 4),
+        max_score=rubric.total_points,
+        student_id=student_id,
+        display_name=display_name,
+        criteria=criteria,
+        flags=flags,
+        layers=layers,
+        created_at=time.time(),
+    )
 
 
-def error_report(rubric: Rubric, file: str, assignment: str, error: str, sha256: str = "",
-                 student_id: str = "", display_name: str = "") -> GradeReport:
+def error_report(
+    rubric: Rubric,
+    file: str,
+    assignment: str,
+    error: str,
+    sha256: str = "",
+    student_id: str = "",
+    display_name: str = "",
+) -> GradeReport:
     """A submission that could not be graded at all (e.g. not a notebook): no score."""
-    return GradeReport(file=file, sha256=sha256, assignment=assignment,
-                       rubric_version=rubric.version, status="error", score=None,
-                       max_score=rubric.total_points, student_id=student_id,
-                       display_name=display_name, error=error, created_at=time.time())
+    return GradeReport(
+        file=file,
+        sha256=sha256,
+        assignment=assignment,
+        rubric_version=rubric.version,
+        status="error",
+        score=None,
+        max_score=rubric.total_points,
+        student_id=student_id,
+        display_name=display_name,
+        error=error,
+        created_at=time.time(),
+    )

@@ -27,13 +27,30 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def minimal(**over) -> dict:
-    data = {"schema_version": 1, "title": "T", "language": "python", "total_points": 10,
-            "criteria": [
-                {"id": "a", "title": "A", "kind": "code", "points": 6,
-                 "checks": [{"type": "assigns", "names": ["x"], "weight": 1}]},
-                {"id": "q1", "title": "Q", "kind": "written", "points": 4,
-                 "checks": [{"type": "answer", "question": "Question 1", "min_words": 5,
-                             "weight": 1}]}]}
+    data = {
+        "schema_version": 1,
+        "title": "T",
+        "language": "python",
+        "total_points": 10,
+        "criteria": [
+            {
+                "id": "a",
+                "title": "A",
+                "kind": "code",
+                "points": 6,
+                "checks": [{"type": "assigns", "names": ["x"], "weight": 1}],
+            },
+            {
+                "id": "q1",
+                "title": "Q",
+                "kind": "written",
+                "points": 4,
+                "checks": [
+                    {"type": "answer", "question": "Question 1", "min_words": 5, "weight": 1}
+                ],
+            },
+        ],
+    }
     data.update(over)
     return data
 
@@ -45,17 +62,23 @@ def test_minimal_rubric_loads():
     assert r.criteria[1].checks[0].min_words == 5
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda d: d["criteria"][0].update(points=7), "add up to 11, but total_points is 10"),
-    (lambda d: d["criteria"][0].update(kind="essay"), "unknown kind 'essay'"),
-    (lambda d: d["criteria"][0]["checks"][0].update(type="regex"), "unknown check type 'regex'"),
-    (lambda d: d["criteria"][0]["checks"][0].update(weight=0.5), "weights add up to 0.5"),
-    (lambda d: d["criteria"][1].update(id="a"), "duplicate id 'a'"),
-    (lambda d: d.update(schema_version=7), "schema_version is 7"),
-    (lambda d: d.update(language="julia"), "language 'julia'"),
-    (lambda d: d["criteria"][0]["checks"][0].pop("names"), "needs `names`"),
-    (lambda d: d["criteria"][0].update(colour="red"), "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["criteria"][0].update(points=7), "add up to 11, but total_points is 10"),
+        (lambda d: d["criteria"][0].update(kind="essay"), "unknown kind 'essay'"),
+        (
+            lambda d: d["criteria"][0]["checks"][0].update(type="regex"),
+            "unknown check type 'regex'",
+        ),
+        (lambda d: d["criteria"][0]["checks"][0].update(weight=0.5), "weights add up to 0.5"),
+        (lambda d: d["criteria"][1].update(id="a"), "duplicate id 'a'"),
+        (lambda d: d.update(schema_version=7), "schema_version is 7"),
+        (lambda d: d.update(language="julia"), "language 'julia'"),
+        (lambda d: d["criteria"][0]["checks"][0].pop("names"), "needs `names`"),
+        (lambda d: d["criteria"][0].update(colour="red"), "unknown field 'colour'"),
+    ],
+)
 def test_validation_names_each_problem(mutate, message):
     data = minimal()
     mutate(data)
@@ -75,9 +98,15 @@ def test_all_problems_are_reported_at_once():
 
 def test_output_partial_fractions_must_add_up():
     data = minimal()
-    data["criteria"][0]["checks"] = [{"type": "output", "variable": "x",
-                                      "compare": ["shape", "values"],
-                                      "partial": {"shape": 0.3, "values": 0.3}, "weight": 1}]
+    data["criteria"][0]["checks"] = [
+        {
+            "type": "output",
+            "variable": "x",
+            "compare": ["shape", "values"],
+            "partial": {"shape": 0.3, "values": 0.3},
+            "weight": 1,
+        }
+    ]
     with pytest.raises(RubricError, match=r"partial fractions add up to 0\.6"):
         rubric_from_dict(data)
 
@@ -88,8 +117,9 @@ def test_not_json_is_a_rubric_error():
 
 
 # -- round trip -----------------------------------------------------------------
-names = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), min_size=1,
-                 max_size=3, unique=True).map(tuple)
+names = st.lists(
+    st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), min_size=1, max_size=3, unique=True
+).map(tuple)
 
 
 @st.composite
@@ -100,9 +130,14 @@ def checks(draw, kind: str) -> tuple[Check, ...]:
     out = []
     for w in weights:
         if kind == "written":
-            out.append(Check("answer", w, question=draw(st.text(min_size=1, max_size=20)
-                                                        .filter(str.strip)),
-                             min_words=draw(st.integers(1, 200))))
+            out.append(
+                Check(
+                    "answer",
+                    w,
+                    question=draw(st.text(min_size=1, max_size=20).filter(str.strip)),
+                    min_words=draw(st.integers(1, 200)),
+                )
+            )
             continue
         ctype = draw(st.sampled_from(["assigns", "calls", "output", "runs"]))
         if ctype == "assigns":
@@ -113,9 +148,16 @@ def checks(draw, kind: str) -> tuple[Check, ...]:
             out.append(Check(ctype, w, max_errors=draw(st.integers(0, 3))))
         else:
             compare = tuple(draw(st.lists(st.sampled_from(ASPECTS), min_size=1, unique=True)))
-            out.append(Check(ctype, w, variable=draw(names)[0], compare=compare,
-                             rtol=draw(st.sampled_from([1e-6, 0.01])),
-                             ignore_order=draw(st.booleans())))
+            out.append(
+                Check(
+                    ctype,
+                    w,
+                    variable=draw(names)[0],
+                    compare=compare,
+                    rtol=draw(st.sampled_from([1e-6, 0.01])),
+                    ignore_order=draw(st.booleans()),
+                )
+            )
     return tuple(out)
 
 
@@ -124,17 +166,28 @@ def rubrics(draw) -> Rubric:
     crits = []
     for i in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["code", "written"]))
-        crits.append(Criterion(id=f"c{i}", title=draw(st.text(max_size=30)), kind=kind,
-                               points=float(draw(st.integers(0, 50))),
-                               checks=draw(checks(kind)), task=draw(st.text(max_size=10)),
-                               expectations=draw(st.text(max_size=40))))
+        crits.append(
+            Criterion(
+                id=f"c{i}",
+                title=draw(st.text(max_size=30)),
+                kind=kind,
+                points=float(draw(st.integers(0, 50))),
+                checks=draw(checks(kind)),
+                task=draw(st.text(max_size=10)),
+                expectations=draw(st.text(max_size=40)),
+            )
+        )
     total = sum(c.points for c in crits)
     if total == 0:
         crits[0] = Criterion(crits[0].id, crits[0].title, crits[0].kind, 1.0, crits[0].checks)
         total = 1.0
-    return Rubric(title=draw(st.text(max_size=30)), language=draw(st.sampled_from(["python", "r"])),
-                  total_points=float(total), criteria=tuple(crits),
-                  placeholders=tuple(draw(st.lists(st.text(min_size=1, max_size=10), max_size=3))))
+    return Rubric(
+        title=draw(st.text(max_size=30)),
+        language=draw(st.sampled_from(["python", "r"])),
+        total_points=float(total),
+        criteria=tuple(crits),
+        placeholders=tuple(draw(st.lists(st.text(min_size=1, max_size=10), max_size=3))),
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -157,7 +210,8 @@ def test_version_changes_with_content():
 # -- assignment folders and the importer ---------------------------------------------
 def test_assignment_folder_missing_files_are_listed(tmp_path: Path):
     (tmp_path / "assignment.toml").write_text(
-        'rubric = "rubric.json"\ntemplate = "t.ipynb"\nsolution = "s.ipynb"\ndata = ["data"]\n')
+        'rubric = "rubric.json"\ntemplate = "t.ipynb"\nsolution = "s.ipynb"\ndata = ["data"]\n'
+    )
     with pytest.raises(RubricError) as info:
         load_assignment(tmp_path)
     problems = " | ".join(info.value.problems)

@@ -10,19 +10,32 @@ from grader.rubric import Check, Criterion, Rubric
 from grader.scoring import build_report, score_criterion
 from grader.types import CheckResult, LayerResult
 
-CRIT = Criterion("rev", "Revenue", "code", 6.0, (
-    Check("assigns", 0.2, names=("revenue",)),
-    Check("calls", 0.2, functions=("groupby",)),
-    Check("output", 0.6, variable="revenue", compare=("shape", "values")),
-))
+CRIT = Criterion(
+    "rev",
+    "Revenue",
+    "code",
+    6.0,
+    (
+        Check("assigns", 0.2, names=("revenue",)),
+        Check("calls", 0.2, functions=("groupby",)),
+        Check("output", 0.6, variable="revenue", compare=("shape", "values")),
+    ),
+)
 
 
 def layers_with(s1: float, s2: float, s3: float, l2_error: str = "") -> dict[str, LayerResult]:
-    l1 = LayerResult("L1", checks=[
-        CheckResult("rev", "assigns", "revenue", s1, 0.2, "L1", "m"),
-        CheckResult("rev", "calls", "groupby", s2, 0.2, "L1", "m")])
-    l2 = LayerResult("L2", error=l2_error) if l2_error else LayerResult("L2", checks=[
-        CheckResult("rev", "output", "revenue", s3, 0.6, "L2", "m")])
+    l1 = LayerResult(
+        "L1",
+        checks=[
+            CheckResult("rev", "assigns", "revenue", s1, 0.2, "L1", "m"),
+            CheckResult("rev", "calls", "groupby", s2, 0.2, "L1", "m"),
+        ],
+    )
+    l2 = (
+        LayerResult("L2", error=l2_error)
+        if l2_error
+        else LayerResult("L2", checks=[CheckResult("rev", "output", "revenue", s3, 0.6, "L2", "m")])
+    )
     return {"L1": l1, "L2": l2}
 
 
@@ -54,8 +67,9 @@ def test_crashed_layer_sends_criterion_to_review_without_inventing_points():
 
 def test_skipped_check_goes_to_review():
     layers = layers_with(1, 1, 0)
-    layers["L2"].checks[0] = CheckResult("rev", "output", "revenue", 0, 0.6, "L2",
-                                         "not checked: no r kernel", status="skipped")
+    layers["L2"].checks[0] = CheckResult(
+        "rev", "output", "revenue", 0, 0.6, "L2", "not checked: no r kernel", status="skipped"
+    )
     r = score_criterion(CRIT, layers)
     assert r.needs_review
     assert "no r kernel" in r.review_reasons[0]

@@ -1,0 +1,102 @@
+"""Written answers: find the student's answer under each question and count its words.
+
+The question is located by its text (the rubric's ``question``), not by cell
+position. The answer is what the student wrote after it: their own markdown
+cells up to the template's next instruction, plus anything they added inside
+the question cell itself. Template text and placeholder text never count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .template import CellOrigin, TemplateMatch, normalise_markdown
+from .types import Evidence, Notebook
+
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
+_MD_MARKUP = re.compile(r"(\*\*|__|[*_`#>]|\[([^\]]*)\]\([^)]*\)|<[^>]+>)")
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(_MD_MARKUP.sub(lambda m: m.group(2) or " ", text))
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    located: bool  # the question's cell was found in the submission
+    text: str
+    word_count: int
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def answered(self) -> bool:
+        return self.word_count > 0
+
+
+def _strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
+    for p in sorted(placeholders, key=len, reverse=True):
+        text = re.sub(re.escape(p), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _minus_template(text: str, template_text: str) -> str:
+    """Lines of ``text`` that are not lines of the template's version of the cell."""
+    tmpl = {normalise_markdown(line) for line in template_text.splitlines()}
+    return "\n".join(line for line in text.splitlines() if normalise_markdown(line) not in tmpl)
+
+
+def find_answer(
+    match: TemplateMatch, template: Notebook, question: str, placeholders: tuple[str, ...]
+) -> Answer:
+    key = normalise_markdown(question)
+    origins = match.origins
+    start = next(
+        (
+            i
+            for i, o in enumerate(origins)
+            if o.cell.kind == "markdown" and key in normalise_markdown(o.cell.source)
+        ),
+        None,
+    )
+    if start is None:
+        return Answer(question, False, "", 0)
+    tmpl_q = next(
+        (c for c in template.cells if c.kind == "markdown" and key in normalise_markdown(c.source)),
+        None,
+    )
+    parts: list[tuple[CellOrigin, str]] = []
+    q_origin = origins[start]
+    if q_origin.is_students and tmpl_q is not None:
+        extra = _minus_template(q_origin.cell.source, tmpl_q.source)
+        if extra.strip():
+            parts.append((q_origin, extra))
+    for o in origins[start + 1 :]:
+        if o.status == "template" or o.status == "modified":
+            if _is_placeholder_cell(o, placeholders):
+                continue
+            break  # the template's next instruction: the answer region ends
+        if o.cell.kind == "markdown":
+            if key in normalise_markdown(o.cell.source):
+                break
+            parts.append((o, o.cell.source))
+        elif o.cell.kind == "raw":
+            parts.append((o, o.cell.source))
+    texts, evidence = [], []
+    for o, text in parts:
+        clean = _strip_placeholders(text, placeholders)
+        if words(clean):
+            texts.append(clean.strip())
+            evidence.append(Evidence(o.cell.id, None, _excerpt(clean)))
+    joined = "\n\n".join(texts)
+    return Answer(question, True, joined, len(words(joined)), tuple(evidence))
+
+
+def _is_placeholder_cell(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
+    return not words(_strip_placeholders(o.cell.source, placeholders))
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

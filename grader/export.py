@@ -1,0 +1,185 @@
+"""Exports: Canvas gradebook CSV, plain CSV, JSON, and per-student feedback.
+
+Feedback pages show each criterion's points with the evidence the grader found
+(cells, lines, values); student text is always escaped. Names come from the
+reports, so an anonymised batch exports pseudonyms only.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from .serialize import report_to_dict
+from .types import CriterionResult, GradeReport
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _name(r: GradeReport) -> str:
+    return r.display_name or r.student_id or Path(r.file).stem
+
+
+def _pct(r: GradeReport) -> str:
+    return "" if r.score is None or not r.max_score else f"{100 * r.score / r.max_score:.1f}"
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:g}"
+
+
+def canvas_csv(reports: Sequence[GradeReport], assignment_title: str) -> str:
+    """A CSV for Canvas's gradebook import (Grades > Import).
+
+    Canvas matches rows by ``ID`` (its user id, which Canvas download file
+    names carry); ungraded submissions are left blank, never given a 0.
+    """
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment_title])
+    w.writerow(["Points Possible", "", "", "", "", _fmt(reports[0].max_score) if reports else ""])
+    for r in reports:
+        w.writerow([_name(r), r.student_id, "", "", "", _fmt(r.score)])
+    return buf.getvalue()
+
+
+def plain_csv(reports: Sequence[GradeReport]) -> str:
+    crit_ids = list(dict.fromkeys(c.id for r in reports for c in r.criteria))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(
+        [
+            "file",
+            "student_id",
+            "name",
+            "status",
+            "score",
+            "max_score",
+            "percent",
+            *crit_ids,
+            "needs_review",
+            "flags",
+            "error",
+        ]
+    )
+    for r in reports:
+        by_id = {c.id: c for c in r.criteria}
+        w.writerow(
+            [
+                r.file,
+                r.student_id,
+                _name(r),
+                r.status,
+                _fmt(r.score),
+                _fmt(r.max_score),
+                _pct(r),
+                *[_fmt(by_id[c].points) if c in by_id else "" for c in crit_ids],
+                " ".join(r.needs_review),
+                " ".join(sorted({f.code for f in r.flags})),
+                r.error,
+            ]
+        )
+    return buf.getvalue()
+
+
+def json_export(reports: Sequence[GradeReport]) -> str:
+    return json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False)
+
+
+def _criterion_lines(c: CriterionResult) -> list[str]:
+    lines = []
+    for ch in c.checks:
+        lines.append(f"{ch.check} {ch.target}: {ch.message}")
+        for e in ch.evidence[:3]:
+            where = f"cell {e.cell_id}" if e.cell_id else "notebook"
+            if e.line:
+                where += f", line {e.line}"
+            lines.append(f"    {where}: {e.text}")
+    if c.needs_review:
+        lines.append("to be reviewed by your instructor: " + "; ".join(c.review_reasons))
+    return lines
+
+
+def feedback_markdown(r: GradeReport, assignment_title: str) -> str:
+    out = [f"# {assignment_title}: feedback for {_name(r)}", ""]
+    if r.status == "error":
+        out += [f"This submission could not be graded: {r.error}", ""]
+        return "\n".join(out)
+    out += [f"**Score: {_fmt(r.score)} / {_fmt(r.max_score)}** ({_pct(r)}%)", ""]
+    for c in r.criteria:
+        out += [f"## {c.title}: {_fmt(c.points)} / {_fmt(c.max_points)}", ""]
+        out += [
+            f"- {line}" if not line.startswith("    ") else f"  {line.strip()}"
+            for line in _criterion_lines(c)
+        ]
+        out.append("")
+    if r.flags:
+        out += ["## Notes", ""] + [f"- {f.message}" for f in r.flags] + [""]
+    return "\n".join(out)
+
+
+def feedback_html(r: GradeReport, assignment_title: str) -> str:
+    e = html.escape
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment_title)}"
+        f" - {e(_name(r))}</title><style>body{{font-family:sans-serif;max-width:50em;"
+        "margin:2em auto}} .ev{color:#555;font-family:monospace;white-space:pre-wrap}"
+        " .review{color:#a15c00}</style></head><body>",
+        f"<h1>{e(assignment_title)}</h1><p>Feedback for <b>{e(_name(r))}</b></p>",
+    ]
+    if r.status == "error":
+        parts.append(f"<p>This submission could not be graded: {e(r.error)}</p></body></html>")
+        return "".join(parts)
+    parts.append(f"<p><b>Score: {_fmt(r.score)} / {_fmt(r.max_score)}</b> ({_pct(r)}%)</p>")
+    for c in r.criteria:
+        parts.append(f"<h2>{e(c.title)}: {_fmt(c.points)} / {_fmt(c.max_points)}</h2><ul>")
+        for line in _criterion_lines(c):
+            cls = (
+                "ev"
+                if line.startswith("    ")
+                else ("review" if line.startswith("to be reviewed") else "")
+            )
+            parts.append(f"<li class='{cls}'>{e(line.strip())}</li>")
+        parts.append("</ul>")
+    if r.flags:
+        parts.append(
+            "<h2>Notes</h2><ul>" + "".join(f"<li>{e(f.message)}</li>" for f in r.flags) + "</ul>"
+        )
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def write_exports(
+    reports: Sequence[GradeReport], out_dir: Path, assignment_title: str
+) -> list[Path]:
+    """Write every export into ``out_dir``; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fb = out_dir / "feedback"
+    fb.mkdir(exist_ok=True)
+    written = []
+    for name, text in (
+        ("canvas.csv", canvas_csv(reports, assignment_title)),
+        ("grades.csv", plain_csv(reports)),
+        ("grades.json", json_export(reports)),
+    ):
+        (out_dir / name).write_text(text, encoding="utf-8")
+        written.append(out_dir / name)
+    used: set[str] = set()
+    for r in reports:
+        stem = _SAFE.sub("_", _name(r)).strip("_") or "submission"
+        while stem in used:
+            stem += "_"
+        used.add(stem)
+        for ext, text in (
+            ("html", feedback_html(r, assignment_title)),
+            ("md", feedback_markdown(r, assignment_title)),
+        ):
+            path = fb / f"{stem}.{ext}"
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written

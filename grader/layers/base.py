@@ -1,0 +1,81 @@
+"""The one interface every grading layer implements, and the context it reads.
+
+A layer reads a ``SubmissionContext`` and returns a ``LayerResult``. It never
+raises into the pipeline: ``run_layer`` turns a crash into a result with the
+error attached, and scoring sends that layer's criteria to review instead of
+inventing points.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..rubric import Assignment, Rubric
+from ..template import TemplateMatch
+from ..types import LayerResult, Notebook
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class GradeOptions:
+    execute: bool = True  # run L2 (execution); False grades from stored outputs
+    use_llm: bool = False  # L3/L4 (a later layer)
+    cell_timeout_s: int = 60
+    total_timeout_s: int = 600
+    memory_mb: int = 2048
+    allow_unsandboxed: bool = False
+
+
+@dataclass(slots=True)
+class AssignmentContext:
+    """What every submission of one assignment shares; built once per batch."""
+
+    assignment: Assignment
+    template: Notebook
+    solution: Notebook
+    solution_raw: Any  # nbformat.NotebookNode, for execution
+    cache: dict[str, Any] = field(default_factory=dict)  # e.g. the solution's execution
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def rubric(self) -> Rubric:
+        return self.assignment.rubric
+
+
+@dataclass(slots=True)
+class SubmissionContext:
+    assignment: AssignmentContext
+    submission: Notebook
+    raw: Any  # nbformat.NotebookNode of the submission
+    match: TemplateMatch
+    options: GradeOptions
+
+
+class Layer(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def run(self, ctx: SubmissionContext) -> LayerResult:
+        """Evaluate this layer's checks for one submission."""
+
+
+def run_layer(layer: Layer, ctx: SubmissionContext) -> LayerResult:
+    t0 = time.perf_counter()
+    try:
+        result = layer.run(ctx)
+    except Exception as exc:  # a crashed layer is a result, never an exception upstream
+        log.exception("layer %s crashed on %s", layer.name, ctx.submission.name)
+        result = LayerResult(
+            layer.name,
+            error=f"{type(exc).__name__}: {exc}",
+            details={"traceback": traceback.format_exc(limit=5)},
+        )
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,169 @@
+"""Layer 1: structure and completeness, from the notebook's text alone.
+
+Scores the rubric's ``assigns``, ``calls`` and ``answer`` checks on what the
+student wrote (see ``grader.template``): names and calls come from the syntax
+tree of the student's own lines, answers from the markdown under each question.
+Also flags a notebook with no work of the student's, edited test or template
+cells, and variables of output checks that are assigned literal values only
+(hard-coded results instead of computation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from ..answers import find_answer
+from ..codeanalysis import CodeFacts, Symbol, analyse, assigned, called, strip_comments
+from ..rubric import Check, Criterion
+from ..template import CellOrigin
+from ..types import CheckResult, Evidence, Flag, LayerResult
+from .base import Layer, SubmissionContext
+
+# A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
+_OPEN_END = re.compile(r"(<<-|<-|=|\(|\[|\{|,|%[^%\s]*%|\|>|\+|-|\*|/|\\)\s*$")
+
+
+def _evidence(sym: Symbol, cell_id: str) -> Evidence:
+    return Evidence(cell_id, sym.line, sym.text)
+
+
+def student_facts(origin: CellOrigin, language: str) -> CodeFacts:
+    """Facts of the whole cell, keeping only symbols the student wrote.
+
+    The cell is analysed whole (statements span lines); a symbol counts when
+    its line is the student's, or when the template began the statement on
+    that line and left it open (``feedback <-``, ``mutate(``) and the student
+    completed it on the lines below.
+    """
+    facts = analyse(origin.cell.source, language)
+    lines = strip_comments(origin.cell.source, language).splitlines()
+    own = origin.student_lines
+
+    def credited(sym: Symbol) -> bool:
+        if sym.line in own:
+            return True
+        if sym.line > len(lines) or not _OPEN_END.search(lines[sym.line - 1]):
+            return False
+        nxt = next((i for i in range(sym.line + 1, len(lines) + 1) if lines[i - 1].strip()),
+                   None)
+        return nxt is not None and nxt in own
+
+    assigned_ = tuple(s for s in facts.assigned if credited(s))
+    names = {s.name for s in assigned_}
+    return dataclasses.replace(
+        facts, assigned=assigned_, calls=tuple(s for s in facts.calls if credited(s)),
+        literal_assigned=frozenset(n for n in facts.literal_assigned if n in names))
+
+
+class StructureLayer(Layer):
+    name = "L1"
+
+    def run(self, ctx: SubmissionContext) -> LayerResult:
+        rubric = ctx.assignment.rubric
+        lang = ctx.submission.language
+        facts: list[tuple[str, CodeFacts]] = []
+        for origin in ctx.match.student_code_cells:
+            facts.append((origin.cell.id, student_facts(origin, lang)))
+        result = LayerResult(self.name)
+        for crit in rubric.criteria:
+            for check in crit.checks:
+                if check.type in ("assigns", "calls"):
+                    result.checks.append(self._names(crit, check, facts))
+                elif check.type == "answer":
+                    result.checks.append(self._answer(ctx, crit, check))
+        result.flags.extend(ctx.match.flags)
+        hardcoded = self._hardcoded(ctx, facts)
+        result.flags.extend(hardcoded.values())
+        result.details["hardcoded"] = sorted(hardcoded)  # scoring zeroes their output checks
+        if not ctx.match.student_code_lines and not ctx.match.student_markdown_cells:
+            result.flags.append(
+                Flag(
+                    "template_only",
+                    "no code or text of the student's own: the notebook is the template",
+                )
+            )
+        syntax = [(cid, f.syntax_error) for cid, f in facts if f.syntax_error]
+        for cid, err in syntax:
+            result.flags.append(
+                Flag(
+                    "syntax_error", f"code does not parse: {err}", (Evidence(cid, None, err or ""),)
+                )
+            )
+        result.details["student_code_lines"] = ctx.match.student_code_lines
+        result.details["student_cells"] = [o.cell.id for o in ctx.match.origins if o.is_students]
+        return result
+
+    @staticmethod
+    def _names(crit: Criterion, check: Check, facts: list[tuple[str, CodeFacts]]) -> CheckResult:
+        wanted = check.names if check.type == "assigns" else check.functions
+        find = assigned if check.type == "assigns" else called
+        found, missing, evidence = [], [], []
+        for name in wanted:
+            hits = [(cid, s) for cid, f in facts for s in find(f, name)]
+            if hits:
+                found.append(name)
+                cid, sym = hits[0]
+                evidence.append(_evidence(sym, cid))
+            else:
+                missing.append(name)
+        verb = "assigned" if check.type == "assigns" else "called"
+        msg = f"{len(found)} of {len(wanted)} {verb}"
+        if missing:
+            msg += f"; not {verb} in the student's code: {', '.join(missing)}"
+        return CheckResult(
+            crit.id,
+            check.type,
+            check.target,
+            len(found) / len(wanted),
+            check.weight,
+            "L1",
+            msg,
+            tuple(evidence),
+        )
+
+    @staticmethod
+    def _answer(ctx: SubmissionContext, crit: Criterion, check: Check) -> CheckResult:
+        placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
+        ans = find_answer(ctx.match, ctx.assignment.template, check.question, placeholders)
+        if not ans.located:
+            return CheckResult(
+                crit.id,
+                "answer",
+                check.question,
+                0.0,
+                check.weight,
+                "L1",
+                f"question {check.question!r} not found in the notebook",
+            )
+        if not ans.answered:
+            return CheckResult(
+                crit.id,
+                "answer",
+                check.question,
+                0.0,
+                check.weight,
+                "L1",
+                "unanswered (only template or placeholder text)",
+            )
+        score = min(1.0, ans.word_count / check.min_words)
+        msg = f"answered with {ans.word_count} words"
+        if ans.word_count < check.min_words:
+            msg += f", below the minimum of {check.min_words}"
+        return CheckResult(
+            crit.id, "answer", check.question, score, check.weight, "L1", msg, ans.evidence
+        )
+
+    @staticmethod
+    def _hardcoded(ctx: SubmissionContext, facts: list[tuple[str, CodeFacts]]) -> dict[str, Flag]:
+        flags: dict[str, Flag] = {}
+        for var in ctx.assignment.rubric.output_variables():
+            assigns = [(cid, s, f) for cid, f in facts for s in assigned(f, var)]
+            if assigns and all(var in f.literal_assigned for _, _, f in assigns):
+                cid, sym, _ = assigns[-1]
+                flags[var] = Flag(
+                    "hardcoded_output",
+                    f"{var} is assigned literal values instead of being computed",
+                    (Evidence(cid, sym.line, sym.text),),
+                )
+        return flags

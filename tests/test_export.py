@@ -1,0 +1,87 @@
+"""Exports: Canvas CSV, plain CSV, JSON, feedback pages (escaped)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from grader.export import canvas_csv, feedback_html, feedback_markdown, plain_csv, write_exports
+from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport
+
+
+def report(name: str, score: float | None, status: str = "graded") -> GradeReport:
+    crit = CriterionResult(
+        "load",
+        "Load the data",
+        "code",
+        4,
+        3.0,
+        checks=[
+            CheckResult(
+                "load",
+                "assigns",
+                "orders",
+                0.75,
+                1.0,
+                "L1",
+                "3 of 4 assigned",
+                (Evidence("c1", 2, "orders = pd.read_csv('<script>alert(1)</script>')"),),
+            )
+        ],
+    )
+    return GradeReport(
+        file=f"{name}.ipynb",
+        sha256="x",
+        assignment="demo",
+        rubric_version="v1",
+        status=status,
+        score=score,
+        max_score=4,
+        student_id=f"id-{name}",
+        display_name=name,
+        criteria=[crit] if status == "graded" else [],
+        flags=[Flag("stale_outputs", "1 cell has stale outputs")],
+        error="" if status == "graded" else "not a notebook",
+    )
+
+
+def test_canvas_csv_blank_for_ungraded_never_zero():
+    rows = list(
+        csv.reader(
+            io.StringIO(canvas_csv([report("doejane", 3.0), report("roe", None, "error")], "HW 1"))
+        )
+    )
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "HW 1"]
+    assert rows[1][0] == "Points Possible"
+    assert rows[1][5] == "4"
+    assert rows[2][:2] == ["doejane", "id-doejane"]
+    assert rows[2][5] == "3"
+    assert rows[3][5] == ""
+
+
+def test_plain_csv_has_criteria_columns():
+    rows = list(csv.DictReader(io.StringIO(plain_csv([report("doejane", 3.0)]))))
+    assert rows[0]["load"] == "3"
+    assert rows[0]["percent"] == "75.0"
+    assert rows[0]["flags"] == "stale_outputs"
+
+
+def test_feedback_escapes_student_text():
+    page = feedback_html(report("doejane", 3.0), "HW 1")
+    assert "<script>" not in page
+    assert "&lt;script&gt;" in page
+    md = feedback_markdown(report("doejane", 3.0), "HW 1")
+    assert "Score: 3 / 4" in md
+    assert "cell c1, line 2" in md
+
+
+def test_write_exports(tmp_path: Path):
+    written = write_exports([report("doejane", 3.0), report("doejane", 2.0)], tmp_path, "HW 1")
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in written)
+    assert "canvas.csv" in names
+    assert "feedback/doejane.html" in names
+    assert "feedback/doejane_.md" in names  # two students of one name do not overwrite
+    data = json.loads((tmp_path / "grades.json").read_text())
+    assert data[0]["criteria"][0]["points"] == 3.0

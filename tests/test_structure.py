@@ -1,0 +1,177 @@
+"""Layer 1 on notebooks built in the test: template-aware, evidence-carrying."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
+from grader.layers.structure import StructureLayer
+from grader.notebook import load_notebook
+from grader.rubric import Assignment, rubric_from_dict
+from grader.template import match_template
+
+RUBRIC = rubric_from_dict(
+    {
+        "schema_version": 1,
+        "title": "Sales",
+        "language": "python",
+        "total_points": 10,
+        "criteria": [
+            {
+                "id": "load",
+                "title": "Load",
+                "kind": "code",
+                "points": 4,
+                "checks": [
+                    {"type": "assigns", "names": ["orders"], "weight": 0.5},
+                    {"type": "calls", "functions": ["read_csv"], "weight": 0.5},
+                ],
+            },
+            {
+                "id": "total",
+                "title": "Total",
+                "kind": "code",
+                "points": 2,
+                "checks": [{"type": "output", "variable": "total", "weight": 1}],
+            },
+            {
+                "id": "q1",
+                "title": "Question 1",
+                "kind": "written",
+                "points": 4,
+                "checks": [
+                    {"type": "answer", "question": "Question 1", "min_words": 10, "weight": 1}
+                ],
+            },
+        ],
+    }
+)
+
+TEMPLATE = [
+    new_markdown_cell("# Sales\n\n## Task 1\nLoad `data/orders.csv` into `orders`."),
+    new_code_cell("import pandas as pd\n# YOUR CODE HERE"),
+    new_markdown_cell("## Task 2\nCompute `total`, the sum of revenue."),
+    new_code_cell("# YOUR CODE HERE"),
+    new_code_cell("assert total > 0\nassert len(orders) == 3"),
+    new_markdown_cell("## Question 1\nWhat did you find?"),
+    new_markdown_cell("YOUR ANSWER HERE"),
+]
+
+
+def nb(cells: list, name: str = "sub.ipynb"):
+    node = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}
+        },
+    )
+    return load_notebook(nbformat.writes(node).encode(), name)
+
+
+def run_l1(cells: list):
+    template = nb(TEMPLATE, "template.ipynb")
+    sub = nb(cells)
+    actx = AssignmentContext(
+        Assignment("demo", None, RUBRIC, None, None, None),  # type: ignore[arg-type]
+        template,
+        template,
+        None,
+    )
+    match = match_template(template, sub, RUBRIC.all_placeholders)
+    ctx = SubmissionContext(actx, sub, None, match, GradeOptions(execute=False))
+    return StructureLayer().run(ctx), sub
+
+
+def by_target(result, target):
+    return next(c for c in result.checks if c.target == target)
+
+
+def test_template_only_earns_nothing_and_is_flagged():
+    result, _ = run_l1([c.copy() for c in TEMPLATE])
+    assert all(c.score == 0 for c in result.checks)
+    assert "template_only" in {f.code for f in result.flags}
+
+
+def test_student_work_found_with_evidence_even_when_cells_move():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[1] = new_code_cell("import pandas as pd\norders = pd.read_csv('data/orders.csv')")
+    cells[3] = new_code_cell("total = orders['revenue'].sum()")
+    cells[6] = new_markdown_cell(
+        "Revenue is concentrated in two regions, and the West grew fastest over the year."
+    )
+    cells.insert(0, new_markdown_cell("Name: Jane Placeholder"))
+    cells[2], cells[4] = cells[4], cells[2]  # reorder: task 2 code before task 1 code
+    result, sub = run_l1(cells)
+    load = by_target(result, "orders")
+    assert load.score == 1
+    ev = load.evidence[0]
+    assert sub.cell(ev.cell_id) is not None
+    assert ev.line == 2
+    assert "read_csv" in ev.text
+    assert by_target(result, "read_csv").score == 1
+    q1 = by_target(result, "Question 1")
+    assert q1.score == 1
+    assert "14 words" in q1.message
+    assert "template_only" not in {f.code for f in result.flags}
+
+
+def test_names_in_comments_and_strings_do_not_count():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[1] = new_code_cell(
+        "import pandas as pd\n# orders = pd.read_csv('data/orders.csv')\nprint('orders = read_csv')"
+    )
+    result, _ = run_l1(cells)
+    assert by_target(result, "orders").score == 0
+    assert by_target(result, "read_csv").score == 0
+
+
+def test_short_answer_gets_a_share_and_placeholder_is_unanswered():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[6] = new_markdown_cell("YOUR ANSWER HERE West wins.")
+    result, _ = run_l1(cells)
+    q1 = by_target(result, "Question 1")
+    assert q1.score == pytest.approx(2 / 10)
+    assert "below the minimum of 10" in q1.message
+
+
+def test_answer_written_into_the_question_cell_counts():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[5] = new_markdown_cell(
+        "## Question 1\nWhat did you find?\n\nThe West region "
+        "sells the most and grows every single month here."
+    )
+    result, _ = run_l1(cells)
+    assert by_target(result, "Question 1").score == 1
+
+
+def test_edited_test_cell_is_flagged():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[4] = new_code_cell("assert total > 0")
+    result, _ = run_l1(cells)
+    flags = {f.code: f for f in result.flags}
+    assert "tests_modified" in flags
+    assert "len(orders) == 3" in flags["tests_modified"].evidence[0].text
+
+
+def test_hardcoded_output_is_flagged():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[3] = new_code_cell("total = 1234.5")
+    result, _ = run_l1(cells)
+    assert result.details["hardcoded"] == ["total"]
+    assert "hardcoded_output" in {f.code for f in result.flags}
+
+
+def test_statement_begun_by_the_template_and_completed_by_the_student_counts():
+    from grader.layers.structure import student_facts
+    from grader.template import CellOrigin
+    from grader.types import Cell
+
+    source = 'feedback <-\n  read_csv("data/feedback.csv")\nsummary <- mutate(\n  x = 1)'
+    cell = Cell("c1", 0, "code", source)
+    only_line_2 = CellOrigin(cell, "modified", frozenset({2}))
+    facts = student_facts(only_line_2, "r")
+    assert {s.name for s in facts.assigned} == {"feedback"}
+    assert "read_csv" in {s.name for s in facts.calls}
+    assert "mutate" not in {s.name for s in facts.calls}  # that statement is all template
