@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .template import CellOrigin, TemplateMatch, normalise_markdown
-from .types import Evidence, Notebook
+from .types import Evidence
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
 _MD_MARKUP = re.compile(r"(\*\*|__|[*_`#>]|\[([^\]]*)\]\([^)]*\)|<[^>]+>)")
@@ -41,14 +41,8 @@ def _strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
     return text
 
 
-def _minus_template(text: str, template_text: str) -> str:
-    """Lines of ``text`` that are not lines of the template's version of the cell."""
-    tmpl = {normalise_markdown(line) for line in template_text.splitlines()}
-    return "\n".join(line for line in text.splitlines() if normalise_markdown(line) not in tmpl)
-
-
 def find_answer(
-    match: TemplateMatch, template: Notebook, question: str, placeholders: tuple[str, ...]
+    match: TemplateMatch, question: str, placeholders: tuple[str, ...]
 ) -> Answer:
     key = normalise_markdown(question)
     origins = match.origins
@@ -62,27 +56,21 @@ def find_answer(
     )
     if start is None:
         return Answer(question, False, "", 0)
-    tmpl_q = next(
-        (c for c in template.cells if c.kind == "markdown" and key in normalise_markdown(c.source)),
-        None,
-    )
     parts: list[tuple[CellOrigin, str]] = []
     q_origin = origins[start]
-    if q_origin.is_students and tmpl_q is not None:
-        extra = _minus_template(q_origin.cell.source, tmpl_q.source)
-        if extra.strip():
-            parts.append((q_origin, extra))
+    if q_origin.is_students:  # an answer typed into the question's own cell
+        parts.append((q_origin, match.student_text(q_origin)))
     for o in origins[start + 1 :]:
         if o.status == "template" or o.status == "modified":
             if _is_placeholder_cell(o, placeholders):
                 continue
             break  # the template's next instruction: the answer region ends
-        if o.cell.kind == "markdown":
+        if o.cell.kind in ("markdown", "raw"):
             if key in normalise_markdown(o.cell.source):
                 break
-            parts.append((o, o.cell.source))
-        elif o.cell.kind == "raw":
-            parts.append((o, o.cell.source))
+            parts.append((o, match.student_text(o)))
+            if _holds_instructions(o, placeholders):
+                break  # the student wrote into the next instruction's cell
     texts, evidence = [], []
     for o, text in parts:
         clean = _strip_placeholders(text, placeholders)
@@ -91,6 +79,15 @@ def find_answer(
             evidence.append(Evidence(o.cell.id, None, _excerpt(clean)))
     joined = "\n\n".join(texts)
     return Answer(question, True, joined, len(words(joined)), tuple(evidence))
+
+
+def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
+    """A student cell that keeps template text other than placeholders."""
+    lines = o.cell.source.splitlines()
+    return any(
+        i not in o.student_lines and words(_strip_placeholders(line, placeholders))
+        for i, line in enumerate(lines, 1)
+    )
 
 
 def _is_placeholder_cell(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

@@ -308,9 +308,10 @@ class Store:
         """
         rows = self._query(f"{GRADE_SELECT} WHERE s.assignment_id = ? AND s.sha256 = ? AND "
                            "rv.version = ?", (assignment_id, sha256, rubric_version), "find grade")
-        mine = [r for r in rows if student_id is not None and r["student_id"] == student_id]
-        chosen = mine or rows
-        return grade_row(chosen[0], False) if chosen else None
+        found = [grade_row(r, False) for r in rows]
+        mine = [g for g in found if student_id is not None and g.student_id == student_id]
+        chosen = mine or found
+        return chosen[0] if chosen else None
 
     def list_grades(self, assignment_id: int, min_score: float | None = None,
                     max_score: float | None = None, needs_review: bool | None = None,

@@ -52,7 +52,8 @@ def _is_placeholder_line(norm: str, placeholders: tuple[str, ...]) -> bool:
 class CellOrigin:
     cell: Cell
     status: str  # "template" (unchanged), "modified" (template cell with student edits), "student"
-    student_lines: frozenset[int] = frozenset()  # 1-based lines written by the student
+    # 1-based lines written by the student (code, or markdown lines not in the template)
+    student_lines: frozenset[int] = frozenset()
     template_cell: Cell | None = None
 
     @property
@@ -80,12 +81,11 @@ class TemplateMatch:
     def student_markdown_cells(self) -> list[CellOrigin]:
         return [o for o in self.origins if o.cell.kind == "markdown" and o.is_students]
 
-    def student_source(self, origin: CellOrigin) -> str:
-        """The cell's code with every non-student line blanked (line numbers kept)."""
+    def student_text(self, origin: CellOrigin) -> str:
+        """The student's own lines of a cell (template lines dropped)."""
         lines = origin.cell.source.splitlines()
-        return "\n".join(
-            line if i in origin.student_lines else "" for i, line in enumerate(lines, 1)
-        )
+        return "\n".join(line for i, line in enumerate(lines, 1) if i in origin.student_lines)
+
 
 
 def _code_lines(source: str, language: str) -> list[str]:
@@ -94,8 +94,17 @@ def _code_lines(source: str, language: str) -> list[str]:
 
 
 def match_template(
-    template: Notebook, submission: Notebook, placeholders: tuple[str, ...]
+    template: Notebook,
+    submission: Notebook,
+    placeholders: tuple[str, ...],
+    solution: Notebook | None = None,
 ) -> TemplateMatch:
+    """Match ``submission``'s cells to ``template``'s.
+
+    With ``solution``, template lines that the instructor's own solution does
+    not keep (fill-in stubs like ``customers <-``, stray markup) are not
+    "given code", so changing them is no tampering.
+    """
     lang = submission.language
     tmpl_code = [c for c in template.cells if c.kind == "code"]
     tmpl_lines: Counter[str] = Counter()
@@ -105,13 +114,27 @@ def match_template(
         tmpl_cell_lines[c.id] = norm
         tmpl_lines.update(norm)
     tmpl_md = {normalise_markdown(c.source): c for c in template.cells if c.kind != "code"}
+    tmpl_md_lines = {
+        normalise_markdown(line)
+        for c in template.cells
+        if c.kind != "code"
+        for line in c.source.splitlines()
+    }
     tmpl_code_exact = {normalise_code(c.source, lang): c for c in tmpl_code}
 
     origins: list[CellOrigin] = []
     for cell in submission.cells:
         if cell.kind != "code":
             tmpl = tmpl_md.get(normalise_markdown(cell.source))
-            origins.append(CellOrigin(cell, "template" if tmpl else "student", template_cell=tmpl))
+            if tmpl is not None:
+                origins.append(CellOrigin(cell, "template", template_cell=tmpl))
+                continue
+            own = frozenset(
+                i
+                for i, line in enumerate(cell.source.splitlines(), 1)
+                if (n := normalise_markdown(line)) and n not in tmpl_md_lines
+            )
+            origins.append(CellOrigin(cell, "student", own))
             continue
         exact = tmpl_code_exact.get(normalise_code(cell.source, lang))
         if exact is not None:
@@ -127,7 +150,8 @@ def match_template(
         status = "modified" if paired is not None else "student"
         origins.append(CellOrigin(cell, status, own, paired))
     return TemplateMatch(
-        origins, _tamper_flags(tmpl_code, tmpl_cell_lines, submission, lang, placeholders)
+        origins,
+        _tamper_flags(tmpl_code, tmpl_cell_lines, submission, lang, placeholders, solution),
     )
 
 
@@ -146,21 +170,32 @@ def _best_template_cell(
     return best if best_share >= 0.5 else None
 
 
+def _line_counts(nb: Notebook, lang: str) -> Counter[str]:
+    have: Counter[str] = Counter()
+    for c in nb.code_cells:
+        have.update(n for n in _code_lines(c.source, lang) if n)
+    return have
+
+
 def _tamper_flags(
     tmpl_code: list[Cell],
     tmpl_cell_lines: dict[str, list[str]],
     submission: Notebook,
     lang: str,
     placeholders: tuple[str, ...],
+    solution: Notebook | None,
 ) -> list[Flag]:
     """Given template code (not placeholders) that no longer appears in the submission."""
-    have: Counter[str] = Counter()
-    for c in submission.code_cells:
-        have.update(n for n in _code_lines(c.source, lang) if n)
+    have = _line_counts(submission, lang)
+    kept = _line_counts(solution, lang) if solution is not None else None
     flags = []
     for c in tmpl_code:
         original = {normalise_code(line, lang): line.strip() for line in c.source.splitlines()}
-        given = [n for n in tmpl_cell_lines[c.id] if not _is_placeholder_line(n, placeholders)]
+        given = [
+            n
+            for n in tmpl_cell_lines[c.id]
+            if not _is_placeholder_line(n, placeholders) and (kept is None or kept[n] > 0)
+        ]
         if not given:
             continue
         missing = [n for n in given if have[n] == 0]

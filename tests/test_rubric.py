@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.assignment import load_assignment
 from grader.errors import RubricError
 from grader.rubric import (
     ASPECTS,
@@ -16,7 +17,6 @@ from grader.rubric import (
     Criterion,
     Rubric,
     dumps,
-    load_assignment,
     loads,
     rubric_from_dict,
     rubric_to_dict,

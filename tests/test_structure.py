@@ -6,10 +6,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from grader.assignment import Assignment
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
 from grader.layers.structure import StructureLayer
 from grader.notebook import load_notebook
-from grader.rubric import Assignment, rubric_from_dict
+from grader.rubric import rubric_from_dict
 from grader.template import match_template
 
 RUBRIC = rubric_from_dict(

@@ -16,7 +16,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rubric import Assignment, Rubric
+from ..assignment import Assignment
+from ..rubric import Rubric
 from ..template import TemplateMatch
 from ..types import LayerResult, Notebook
 

@@ -76,7 +76,10 @@ class StructureLayer(Layer):
         hardcoded = self._hardcoded(ctx, facts)
         result.flags.extend(hardcoded.values())
         result.details["hardcoded"] = sorted(hardcoded)  # scoring zeroes their output checks
-        if not ctx.match.student_code_lines and not ctx.match.student_markdown_cells:
+        # A name and a date filled in at the top is not work: no code of the
+        # student's own and no question answered is the template handed back.
+        answered = any(c.check == "answer" and c.score > 0 for c in result.checks)
+        if not ctx.match.student_code_lines and not answered:
             result.flags.append(
                 Flag(
                     "template_only",
@@ -125,7 +128,7 @@ class StructureLayer(Layer):
     @staticmethod
     def _answer(ctx: SubmissionContext, crit: Criterion, check: Check) -> CheckResult:
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
-        ans = find_answer(ctx.match, ctx.assignment.template, check.question, placeholders)
+        ans = find_answer(ctx.match, check.question, placeholders)
         if not ans.located:
             return CheckResult(
                 crit.id,

@@ -1,0 +1,81 @@
+"""Benchmark of the deterministic grader (layers 1 and 2) on the bundled Python example.
+
+    .venv/bin/python -m bench.grader --quick --json
+
+Prints progress to stderr and, as the last line of stdout, one JSON object:
+
+- ``static_notebooks_per_s``: notebooks per second through loading, template
+  matching, layer 1 and layer 2 without execution (scored from stored outputs),
+  i.e. what a class's worth of re-scoring costs after a rubric edit.
+- ``exec_notebooks_per_s``: notebooks per second with execution in the sandbox
+  (a fresh kernel per notebook; the solution's run is shared and done first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from grader.assignment import load_assignment
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput, Grader
+
+log = logging.getLogger("bench.grader")
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("grader").setLevel(logging.WARNING)
+
+    assignment = load_assignment(EXAMPLE)
+    assert assignment.submissions is not None
+    items = [GradeInput.from_path(p) for p in sorted(assignment.submissions.glob("*.ipynb"))]
+
+    static = Grader(assignment, GradeOptions(execute=False))
+    repeats = 5 if args.quick else 20
+    static.grade_many(items)  # warm caches (imports, regexes)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        static.grade_many(items)
+    static_s = time.perf_counter() - t0
+    static_rate = repeats * len(items) / static_s
+    log.info("static: %d notebooks in %.2f s", repeats * len(items), static_s)
+
+    execg = Grader(assignment, GradeOptions(execute=True))
+    t0 = time.perf_counter()
+    execg.grade(items[0])  # runs the solution once (shared) and the first submission
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    reports = execg.grade_many(items, workers=args.workers)
+    exec_s = time.perf_counter() - t0
+    exec_rate = len(items) / exec_s
+    log.info("exec: %d notebooks in %.2f s with %d workers (solution + first: %.2f s)",
+             len(items), exec_s, args.workers, warm_s)
+    out = {
+        "notebooks": len(items),
+        "static_notebooks_per_s": round(static_rate, 2),
+        "exec_notebooks_per_s": round(exec_rate, 3),
+        "exec_workers": args.workers,
+        "exec_seconds": round(exec_s, 2),
+        "sandboxed": all(r.layers["L2"].details.get("sandboxed", False) for r in reports
+                         if "L2" in r.layers),
+    }
+    if not args.json:
+        for k, v in out.items():
+            print(f"{k:>24}: {v}")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

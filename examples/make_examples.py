@@ -1,0 +1,88 @@
+"""Rebuild the bundled example assignments and their sample submissions.
+
+    .venv/bin/python examples/make_examples.py            # everything
+    .venv/bin/python examples/make_examples.py --only retail-sales
+
+retail-sales: writes data/ (synthetic, fixed seed), template.ipynb, solution.ipynb and
+submissions/*.ipynb. r-joins, r-strings-dates: the template, solution and data are the
+seed course's files, kept as copied; only submissions/*.ipynb are written.
+
+Every submission (and the retail solution) is executed for real with nbclient in its
+assignment folder (python3 or ir kernel), errors included, so the stored outputs are
+what a student's own run would show. Timing metadata is not recorded; cell ids are
+fixed. Outputs that depend on the day (R's today()) change between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _course_r  # noqa: E402
+import _nbtools as nbt  # noqa: E402
+import _retail_data  # noqa: E402
+import _retail_submissions as rs  # noqa: E402
+
+log = logging.getLogger("make_examples")
+
+# Submissions that must run without any error, and ones that must show errors.
+MUST_RUN_CLEAN = {"complete", "alternative", "wrong_outputs", "hardcoded", "tampered"}
+MUST_ERROR = {"runtime_errors", "template_only", "abs_paths", "partial"}
+
+
+def run_and_write(nb, folder: Path, name: str, kernel: str) -> int:
+    start = time.perf_counter()
+    errors = nbt.execute(nb, folder, kernel)
+    nbt.write(nb, folder / "submissions" / f"{name}.ipynb")
+    log.info("  %-16s %d cell(s) with errors  (%.1f s)", name, errors,
+             time.perf_counter() - start)
+    if name in MUST_RUN_CLEAN and errors:
+        raise RuntimeError(f"{folder.name}/{name} should run cleanly but {errors} cell(s) erred")
+    if name in MUST_ERROR and not errors:
+        raise RuntimeError(f"{folder.name}/{name} should show errors but ran cleanly")
+    return errors
+
+
+def retail(folder: Path) -> None:
+    log.info("retail-sales")
+    _retail_data.write(folder / "data")
+    built = rs.build_all(rs.run_solution(folder))
+    nbt.write(built["template"], folder / "template.ipynb")
+    solution = built["solution"]
+    if nbt.execute(solution, folder, "python3"):
+        raise RuntimeError("the retail-sales solution does not run cleanly")
+    nbt.write(solution, folder / "solution.ipynb")
+    for name, nb in built["submissions"].items():
+        run_and_write(nb, folder, name, "python3")
+
+
+def course_r(folder: Path, derive) -> None:
+    log.info(folder.name)
+    for name, nb in derive(folder).items():
+        run_and_write(nb, folder, name, "ir")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    jobs = {
+        "retail-sales": lambda: retail(HERE / "retail-sales"),
+        "r-joins": lambda: course_r(HERE / "r-joins", _course_r.joins),
+        "r-strings-dates": lambda: course_r(HERE / "r-strings-dates", _course_r.strings_dates),
+    }
+    parser.add_argument("--only", action="append", choices=sorted(jobs),
+                        help="rebuild only this assignment (repeatable)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    log.setLevel(logging.INFO)
+    for name in args.only or list(jobs):
+        jobs[name]()
+
+
+if __name__ == "__main__":
+    main()

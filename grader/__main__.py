@@ -1,0 +1,5 @@
+"""`python -m grader ...`: see grader.cli."""
+
+from .cli import main
+
+raise SystemExit(main())

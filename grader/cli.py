@@ -1,0 +1,184 @@
+"""Command line: batch grading from the shell.
+
+    python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
+                           [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
+    python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
+
+Progress goes to stderr; with --json, stdout holds exactly one JSON list (an
+object per notebook). Files that cannot be graded are listed with status
+"error" and the reason; the others are graded regardless. Exit status: 0 when
+every input was graded, 1 when some were not, 2 for a bad command line or a
+broken assignment folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from .archive import expand_inputs
+from .assignment import load_assignment
+from .batch import grade_batch
+from .errors import GraderError, RubricError
+from .export import write_exports
+from .layers.base import GradeOptions
+from .pipeline import GradeInput, Grader
+from .rubric import save_rubric
+from .rubric_import import import_seed_file
+from .scoring import error_report
+from .store import Store
+from .types import GradeReport
+
+log = logging.getLogger("grader.cli")
+
+
+def summary(r: GradeReport) -> dict[str, Any]:
+    """The per-notebook object of ``--json``."""
+    return {
+        "file": r.file,
+        "student_id": r.student_id,
+        "status": r.status,
+        "score": r.score,
+        "max_score": r.max_score,
+        "needs_review": r.needs_review,
+        "criteria": [
+            {
+                "id": c.id,
+                "points": c.points,
+                "max": c.max_points,
+                "needs_review": c.needs_review,
+                "checks": [
+                    {
+                        "check": ch.check,
+                        "target": ch.target,
+                        "score": ch.score,
+                        "message": ch.message,
+                        "status": ch.status,
+                    }
+                    for ch in c.checks
+                ],
+                "evidence": [
+                    {"cell_id": e.cell_id, "line": e.line, "text": e.text} for e in c.evidence
+                ],
+            }
+            for c in r.criteria
+        ],
+        "flags": [f.code for f in r.flags],
+        "flag_details": [{"code": f.code, "message": f.message} for f in r.flags],
+        "notes": [n for lr in r.layers.values() for n in lr.notes],
+        "error": r.error,
+    }
+
+
+class _Bar:
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, report: GradeReport) -> None:
+        width = 30
+        filled = int(width * done / max(1, total))
+        score = "error" if report.status == "error" else f"{report.score:g}/{report.max_score:g}"
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {report.file}: {score}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line + ("\n" if done == total else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    assignment = load_assignment(Path(args.assignment))
+    options = GradeOptions(
+        execute=not args.no_exec, use_llm=not args.no_llm, allow_unsandboxed=args.allow_unsandboxed
+    )
+    grader = Grader(assignment, options)
+    files, problems = expand_inputs([Path(p) for p in args.inputs])
+    items = [GradeInput.from_submission(f) for f in files]
+    store = Store(Path(args.db)) if args.db else None
+    try:
+        result = grade_batch(
+            grader, items, store, args.workers, _Bar(len(items)), regrade=args.regrade
+        )
+    finally:
+        if store is not None:
+            store.close()
+    reports = [
+        error_report(assignment.rubric, p.file, assignment.name, p.reason) for p in problems
+    ] + result.reports
+    for p in problems:
+        log.warning("not graded: %s: %s", p.file, p.reason)
+    if args.out:
+        written = write_exports(reports, Path(args.out), assignment.title)
+        log.info("wrote %d files to %s", len(written), args.out)
+    if args.json:
+        print(json.dumps([summary(r) for r in reports], indent=2))
+    else:
+        for r in reports:
+            shown = r.error if r.status == "error" else f"{r.score:g}/{r.max_score:g}"
+            review = f"  review: {', '.join(r.needs_review)}" if r.needs_review else ""
+            flags = f"  flags: {', '.join(sorted({f.code for f in r.flags}))}" if r.flags else ""
+            print(f"{r.file}: {shown}{review}{flags}")
+    return 0 if all(r.status == "graded" for r in reports) else 1
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    report = import_seed_file(Path(args.source), args.language)
+    save_rubric(report.rubric, Path(args.dest))
+    for d in report.dropped:
+        log.warning("not imported: %s", d)
+    print(
+        f"wrote {args.dest}: {len(report.rubric.criteria)} criteria, "
+        f"{report.rubric.total_points:g} points"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade notebooks or ZIPs against an assignment folder")
+    g.add_argument("assignment", help="folder with assignment.toml (docs/rubric-format.md)")
+    g.add_argument("inputs", nargs="+", help=".ipynb files and/or .zip archives")
+    g.add_argument("--no-llm", action="store_true", help="deterministic layers only")
+    g.add_argument(
+        "--no-exec", action="store_true", help="do not execute notebooks; grade from stored outputs"
+    )
+    g.add_argument("--json", action="store_true", help="print one JSON list on stdout")
+    g.add_argument("--out", help="write CSV/JSON exports and feedback files here")
+    g.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
+    g.add_argument("--db", help="SQLite store: reuse unchanged grades, record the batch")
+    g.add_argument("--regrade", action="store_true", help="regrade even unchanged content")
+    g.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="run student code without bubblewrap if it is missing (unsafe)",
+    )
+    g.set_defaults(func=cmd_grade)
+    i = sub.add_parser("import-rubric", help="convert an old-system rubric to our format")
+    i.add_argument("source")
+    i.add_argument("dest")
+    i.add_argument("--language", default="r", choices=["python", "r"])
+    i.set_defaults(func=cmd_import)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        return int(args.func(args))
+    except RubricError as exc:
+        print(f"error: {exc.file}:", file=sys.stderr)
+        for p in exc.problems:
+            print(f"  - {p}", file=sys.stderr)
+        return 2
+    except GraderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,287 @@
+"""Layer 2: execution and output checks, against the solution run the same way.
+
+Both the solution and the submission run in the sandbox (``grader.execution``);
+the variables the rubric names are inspected in each kernel and compared with
+the rubric's tolerances. ``runs`` checks count the errors of the student's own
+cells; errors the template itself produces, and failures of the environment
+(a data file the sandbox could not provide), are not the student's.
+
+When the notebook cannot be executed (no kernel, no sandbox and unsandboxed runs
+not allowed, or execution disabled), ``runs`` is scored from the stored outputs,
+output checks are marked "skipped" (so the criterion goes to review), and the
+report says so. Stored outputs that a fresh run does not reproduce are flagged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..execution import (
+    ExecLimits,
+    ExecutionResult,
+    compare_variables,
+    execute_notebook,
+    kernel_available,
+    sandbox_available,
+)
+from ..rubric import Check, Criterion
+from ..types import Cell, CheckResult, Evidence, Flag, LayerResult
+from .base import AssignmentContext, Layer, SubmissionContext
+
+# Failures of the environment, not of the student: a package the machine lacks.
+_MISSING_PACKAGE = re.compile(r"(ModuleNotFoundError|there is no package called)", re.IGNORECASE)
+_MISSING_FILE = re.compile(
+    r"(FileNotFoundError|No such file|cannot open file|does not exist|"
+    r"cannot change working directory)",
+    re.IGNORECASE,
+)
+
+
+def environment_error(error: str, data_names: set[str]) -> bool:
+    """True when a failure is the machine's fault, not the student's.
+
+    A missing package, or a missing file whose name is one of the assignment's
+    data files (the sandbox maps those wherever the student's code looks, so a
+    failure there is ours). A typo'd file name stays the student's error.
+    """
+    if _MISSING_PACKAGE.search(error):
+        return True
+    return bool(_MISSING_FILE.search(error)) and any(n in error for n in data_names)
+
+
+_WS = re.compile(r"\s+")
+
+
+def _limits(ctx: SubmissionContext) -> ExecLimits:
+    o = ctx.options
+    return ExecLimits(
+        cell_timeout_s=o.cell_timeout_s,
+        total_timeout_s=o.total_timeout_s,
+        memory_mb=o.memory_mb,
+        allow_unsandboxed=o.allow_unsandboxed,
+    )
+
+
+def solution_run(actx: AssignmentContext, limits: ExecLimits) -> ExecutionResult:
+    """The solution's execution, run once per assignment and shared by all submissions."""
+    with actx.lock:
+        run = actx.cache.get("solution_run")
+        if run is None:
+            a = actx.assignment
+            run = execute_notebook(
+                actx.solution_raw, a.language, a.data_files(), a.rubric.output_variables(), limits
+            )
+            actx.cache["solution_run"] = run
+        return run
+
+
+def cannot_execute_reason(ctx: SubmissionContext) -> str:
+    lang = ctx.submission.language
+    if not ctx.options.execute:
+        return "execution disabled"
+    if not kernel_available(lang):
+        return f"no {lang} kernel is installed"
+    if not sandbox_available() and not ctx.options.allow_unsandboxed:
+        return "bubblewrap (the sandbox) is not installed and unsandboxed runs are not allowed"
+    return ""
+
+
+class OutputLayer(Layer):
+    name = "L2"
+
+    def run(self, ctx: SubmissionContext) -> LayerResult:
+        result = LayerResult(self.name)
+        reason = cannot_execute_reason(ctx)
+        run: ExecutionResult | None = None
+        sol: ExecutionResult | None = None
+        if not reason:
+            limits = _limits(ctx)
+            sol = solution_run(ctx.assignment, limits)
+            if sol.error:
+                reason = f"the solution could not be executed: {sol.error}"
+            else:
+                a = ctx.assignment.assignment
+                run = execute_notebook(
+                    ctx.raw, a.language, a.data_files(), a.rubric.output_variables(), limits
+                )
+                result.notes.extend(run.notes)
+                if run.error:
+                    reason = f"the notebook could not be executed: {run.error}"
+        if reason:
+            result.notes.append(f"graded from the stored outputs: {reason}")
+        for crit in ctx.assignment.rubric.criteria:
+            for check in crit.checks:
+                if check.type == "runs":
+                    result.checks.append(self._runs(ctx, crit, check, run))
+                elif check.type == "output":
+                    result.checks.append(self._output(crit, check, run, sol, reason))
+        if run is not None and not run.error:
+            result.flags.extend(self._provenance(ctx, run))
+            result.details.update(
+                seconds=run.seconds,
+                timed_out=run.timed_out,
+                sandboxed=run.sandboxed,
+                kernel=run.kernel,
+            )
+            if run.timed_out:
+                result.flags.append(
+                    Flag("timeout", "execution hit the time limit; later cells did not run")
+                )
+        return result
+
+    @staticmethod
+    def _errors(ctx: SubmissionContext, run: ExecutionResult | None) -> tuple[int, int, list]:
+        """(errored student cells, student code cells, evidence): fresh run or stored outputs."""
+        own = {o.cell.id for o in ctx.match.origins if o.cell.kind == "code" and o.student_lines}
+        if run is not None and not run.error:
+            errored = [(c.cell_id, c.error) for c in run.cells if not c.ok]
+        else:
+            errored = [
+                (c.id, next(o.text for o in c.outputs if o.kind == "error"))
+                for c in ctx.submission.code_cells
+                if c.has_error
+            ]
+        data_names = {p.name for p in ctx.assignment.assignment.data_files()}
+        counted = [
+            (cid, err)
+            for cid, err in errored
+            if cid in own and not environment_error(err or "", data_names)
+        ]
+        ev = [Evidence(cid, None, (err or "")[:200]) for cid, err in counted]
+        return len(counted), max(1, len(own)), ev
+
+    def _runs(
+        self, ctx: SubmissionContext, crit: Criterion, check: Check, run: ExecutionResult | None
+    ) -> CheckResult:
+        if not ctx.match.student_code_lines:
+            return CheckResult(
+                crit.id,
+                "runs",
+                check.target,
+                0.0,
+                check.weight,
+                "L2",
+                "no code of the student's own to run",
+            )
+        n_err, n_cells, ev = self._errors(ctx, run)
+        source = "fresh run" if run is not None and not run.error else "stored outputs"
+        if n_err <= check.max_errors:
+            return CheckResult(
+                crit.id,
+                "runs",
+                check.target,
+                1.0,
+                check.weight,
+                "L2",
+                f"the student's {n_cells} code cells ran with {n_err} errors ({source})",
+                tuple(ev),
+            )
+        score = max(0.0, 1.0 - n_err / n_cells)
+        return CheckResult(
+            crit.id,
+            "runs",
+            check.target,
+            score,
+            check.weight,
+            "L2",
+            f"{n_err} of the student's {n_cells} code cells raised errors ({source})",
+            tuple(ev),
+        )
+
+    @staticmethod
+    def _output(
+        crit: Criterion,
+        check: Check,
+        run: ExecutionResult | None,
+        sol: ExecutionResult | None,
+        reason: str,
+    ) -> CheckResult:
+        var = check.variable
+        if reason or run is None or sol is None:
+            return CheckResult(
+                crit.id,
+                "output",
+                var,
+                0.0,
+                check.weight,
+                "L2",
+                f"not checked: {reason}",
+                status="skipped",
+            )
+        expected = sol.variables.get(var)
+        if expected is None or not expected.exists:
+            return CheckResult(
+                crit.id,
+                "output",
+                var,
+                0.0,
+                check.weight,
+                "L2",
+                f"the solution does not define {var}",
+                status="error",
+            )
+        got = run.variables.get(var)
+        if got is None or not got.exists:
+            return CheckResult(
+                crit.id,
+                "output",
+                var,
+                0.0,
+                check.weight,
+                "L2",
+                f"{var} is not defined after running the notebook",
+            )
+        if got.error:
+            return CheckResult(
+                crit.id,
+                "output",
+                var,
+                0.0,
+                check.weight,
+                "L2",
+                f"{var} could not be inspected: {got.error}",
+                status="error",
+            )
+        aspects = compare_variables(
+            got,
+            expected,
+            list(check.compare or ("values",)),
+            check.rtol,
+            check.atol,
+            check.ignore_order,
+        )
+        weights = check.aspect_weights()
+        score = sum(weights.get(a, 0.0) for a, (ok, _) in aspects.items() if ok)
+        parts = [f"{a}: {'ok' if ok else msg}" for a, (ok, msg) in aspects.items()]
+        ev = (Evidence(None, None, f"{var}: type {got.type}, shape {got.shape}"),)
+        return CheckResult(
+            crit.id, "output", var, min(1.0, score), check.weight, "L2", "; ".join(parts), ev
+        )
+
+    @staticmethod
+    def _provenance(ctx: SubmissionContext, run: ExecutionResult) -> list[Flag]:
+        """Stored outputs of the student's cells that the fresh run does not reproduce."""
+        fresh = {c.cell_id: c for c in run.cells}
+        stale: list[Evidence] = []
+        for origin in ctx.match.student_code_cells:
+            cell: Cell = origin.cell
+            stored = _plain(cell.outputs)
+            new = fresh.get(cell.id)
+            if not stored or new is None or not new.ok:
+                continue
+            if stored != _plain(new.outputs):
+                stale.append(Evidence(cell.id, None, f"stored: {stored[:120]}"))
+        if not stale:
+            return []
+        return [
+            Flag(
+                "stale_outputs",
+                f"{len(stale)} cells have stored outputs that a fresh run does not reproduce",
+                tuple(stale[:10]),
+            )
+        ]
+
+
+def _plain(outputs: tuple) -> str:
+    texts = [o.text for o in outputs if o.kind in ("stream", "execute_result") and o.text]
+    return _WS.sub(" ", " ".join(texts)).strip()

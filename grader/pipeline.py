@@ -1,0 +1,174 @@
+"""The grading pipeline: one submission through the layers to a GradeReport.
+
+    grader = Grader(load_assignment(Path("examples/retail-sales")))
+    report = grader.grade_file(Path("submission.ipynb"))
+
+Bad input (not a notebook, too large, ...) becomes a report with status
+"error" naming the file and the reason; it never stops a batch. A layer that
+crashes becomes a layer result with the error attached (see layers.base), and
+its criteria go to review. With a store, each report is saved as soon as it is
+made, and an interrupted batch resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archive import SubmissionFile
+from .assignment import Assignment
+from .errors import NotebookError, RubricError
+from .layers.base import (
+    AssignmentContext,
+    GradeOptions,
+    Layer,
+    SubmissionContext,
+    run_layer,
+)
+from .layers.outputs import OutputLayer
+from .layers.structure import StructureLayer
+from .notebook import load_notebook, load_notebook_node
+from .scoring import build_report, error_report
+from .template import match_template
+from .types import Flag, GradeReport
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, GradeReport], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GradeInput:
+    name: str
+    data: bytes
+    student_id: str = ""
+    display_name: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @classmethod
+    def from_path(cls, path: Path) -> GradeInput:
+        return cls(path.name, path.read_bytes(), path.stem, path.stem)
+
+    @classmethod
+    def from_submission(cls, sub: SubmissionFile) -> GradeInput:
+        return cls(sub.name, sub.data, sub.student_id, sub.display_name)
+
+
+def default_layers() -> list[Layer]:
+    return [StructureLayer(), OutputLayer()]
+
+
+class Grader:
+    def __init__(
+        self,
+        assignment: Assignment,
+        options: GradeOptions | None = None,
+        layers: Sequence[Layer] | None = None,
+    ) -> None:
+        self.assignment = assignment
+        self.options = options or GradeOptions()
+        self.layers = list(layers) if layers is not None else default_layers()
+        self.context = self._prepare()
+
+    def _prepare(self) -> AssignmentContext:
+        a = self.assignment
+        try:
+            template = load_notebook(a.template)
+            solution = load_notebook(a.solution)
+            solution_raw = load_notebook_node(a.solution)
+        except NotebookError as exc:
+            raise RubricError(str(a.root), [f"assignment notebook unusable: {exc}"]) from exc
+        return AssignmentContext(a, template, solution, solution_raw)
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        return self.assignment.rubric.all_placeholders
+
+    def grade(self, item: GradeInput) -> GradeReport:
+        rubric = self.assignment.rubric
+        try:
+            nb = load_notebook(item.data, item.name)
+            raw = load_notebook_node(item.data, item.name)
+        except NotebookError as exc:
+            log.info("refused %s: %s", item.name, exc.reason)
+            return error_report(
+                rubric,
+                item.name,
+                self.assignment.name,
+                str(exc),
+                item.sha256,
+                item.student_id,
+                item.display_name,
+            )
+        flags: list[Flag] = []
+        if nb.language != rubric.language:
+            flags.append(
+                Flag(
+                    "language_mismatch",
+                    f"the notebook looks like {nb.language} but "
+                    f"the assignment is {rubric.language}; graded as "
+                    f"{rubric.language}",
+                )
+            )
+            nb = dataclasses.replace(nb, language=rubric.language)
+        match = match_template(
+            self.context.template, nb, self.placeholders, self.context.solution
+        )
+        ctx = SubmissionContext(self.context, nb, raw, match, self.options)
+        layers = {layer.name: run_layer(layer, ctx) for layer in self.layers}
+        report = build_report(
+            rubric,
+            item.name,
+            nb.sha256,
+            self.assignment.name,
+            layers,
+            item.student_id,
+            item.display_name,
+        )
+        report.flags[:0] = flags
+        log.info(
+            "graded %s: %s/%s, %d flags, review: %s",
+            item.name,
+            report.score,
+            report.max_score,
+            len(report.flags),
+            report.needs_review or "none",
+        )
+        return report
+
+    def grade_file(self, path: Path) -> GradeReport:
+        return self.grade(GradeInput.from_path(path))
+
+    def grade_many(
+        self, items: Sequence[GradeInput], workers: int = 1, progress: Progress | None = None
+    ) -> list[GradeReport]:
+        """Grade in ``workers`` threads; reports in input order; progress after each."""
+        done = 0
+        lock = threading.Lock()
+        results: list[GradeReport | None] = [None] * len(items)
+
+        def one(i: int) -> None:
+            nonlocal done
+            report = self.grade(items[i])
+            with lock:
+                results[i] = report
+                done += 1
+                if progress is not None:
+                    progress(done, len(items), report)
+
+        if workers <= 1:
+            for i in range(len(items)):
+                one(i)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade") as pool:
+                list(pool.map(one, range(len(items))))
+        return [r for r in results if r is not None]

@@ -1,0 +1,210 @@
+"""Runs one notebook inside the sandbox: nbclient and its kernel together.
+
+    python -I grader/sandbox_runner.py SPEC_JSON     (how grader.execution starts it)
+    python -m grader.sandbox_runner SPEC_JSON        (the same, by hand)
+
+The spec (written by ``grader.execution``) names the notebook file, the kernel, the
+working directory, the timeouts, the inspection ``code`` to run after the last cell, and
+``events_fd``: a pipe to the grader outside the sandbox. The runner writes one JSON
+object per line to that pipe (or to stdout when there is none), as it goes, so that
+everything done before a kill is kept:
+
+    {"event": "start", "kernel": ...}
+    {"event": "cell", "index": 3, "cell_id": ..., "ok": ..., "error": ..., "outputs": [...],
+     "seconds": ...}
+    {"event": "stop", "reason": "timeout" | "dead" | "total"}
+    {"event": "inspect", "text": <stdout of the inspection cell>, "error": ...}
+    {"event": "done"}          or   {"event": "fatal", "error": ...}
+
+Before the kernel starts, the runner points HOME and the Jupyter, XDG and matplotlib
+folders at the work folder (everything else is read-only) and limits BLAS/OpenMP to one
+thread each. It imports nothing from ``grader`` (it runs as ``python -I`` on this file,
+outside the package), only nbformat and nbclient.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+MAX_TEXT = 100_000  # characters kept per output
+INSPECT_TIMEOUT_S = 60
+TIMEOUT = "CellTimeoutError"
+PR_SET_DUMPABLE = 4
+
+
+def _text(value: Any, limit: int = MAX_TEXT) -> str:
+    text = "".join(map(str, value)) if isinstance(value, list) else str(value or "")
+    return text if len(text) <= limit else text[:limit] + "\n[... output truncated]"
+
+
+def normalise(output: dict[str, Any]) -> dict[str, Any]:
+    """One output as the fields of ``grader.types.Output``, with the conventions of
+    ``grader.notebook`` (ANSI escapes are removed outside, with ``strip_ansi``)."""
+    kind = output.get("output_type", "")
+    if kind == "stream":
+        return {"kind": kind, "text": _text(output.get("text")), "mime": [],
+                "name": output.get("name", "")}
+    if kind == "error":
+        ename, trace = output.get("ename", ""), "\n".join(output.get("traceback") or ())
+        text = f"{ename}: {output.get('evalue', '')}" + (f"\n{trace}" if trace else "")
+        return {"kind": kind, "text": _text(text), "mime": [], "name": ename}
+    data = output.get("data", {})
+    return {"kind": kind, "text": _text(data.get("text/plain", "")), "name": "",
+            "mime": [m for m in data if m != "text/plain"]}
+
+
+def first_error(outputs: list[dict[str, Any]]) -> str:
+    """``ename: evalue`` of the first error among nbformat outputs, or ""."""
+    return next((_text(f"{o.get('ename', '')}: {o.get('evalue', '')}".strip()) for o in outputs
+                 if o.get("output_type") == "error"), "")
+
+
+def kernel_environment(work: Path) -> dict[str, str]:
+    home = work / "home"
+    env = {"HOME": str(home), "TMPDIR": "/tmp", "MPLBACKEND": "Agg",
+           "JUPYTER_RUNTIME_DIR": str(work / "runtime"), "XDG_RUNTIME_DIR": str(work / "runtime"),
+           "R_LIBS_USER": os.environ.get("R_LIBS_USER") or str(home / "R"),
+           "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    folders = {"JUPYTER_CONFIG_DIR": ".jupyter", "IPYTHONDIR": ".ipython",
+               "MPLCONFIGDIR": ".matplotlib", "XDG_CACHE_HOME": ".cache",
+               "XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share"}
+    return env | {var: str(home / sub) for var, sub in folders.items()}
+
+
+def _undumpable() -> None:
+    """Keep the student's kernel (same uid) out of /proc/<this pid>/fd and our memory."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def run(spec: dict[str, Any], sink: IO[str]) -> int:
+    def emit(**event: Any) -> None:
+        sink.write(json.dumps(event) + "\n")
+        sink.flush()
+
+    if spec.get("work"):
+        os.environ.update(kernel_environment(Path(spec["work"])))
+    nb = nbformat.reads(Path(spec["notebook"]).read_text(encoding="utf-8"), as_version=4)
+    # On a timeout nbclient interrupts the kernel and answers with this error (rather than
+    # raising CellTimeoutError, which leaves a task behind that swallows later output).
+    client = NotebookClient(
+        nb,
+        kernel_name=spec["kernel"],
+        timeout=spec["cell_timeout_s"],
+        allow_errors=True,
+        record_timing=False,
+        interrupt_on_timeout=True,
+        error_on_timeout={"ename": TIMEOUT, "evalue": "", "traceback": []},
+        startup_timeout=spec.get("startup_timeout_s", 60),
+        resources={"metadata": {"path": spec["cwd"]}},
+    )
+    replies: dict[int, Any] = {}
+    client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.update(
+        {cell_index: execute_reply})
+    try:
+        with client.setup_kernel():
+            emit(event="start", kernel=spec["kernel"])
+            deadline = time.monotonic() + spec["total_timeout_s"]  # kernel start-up not counted
+            stop = _run_cells(client, nb, spec, deadline, replies, emit)
+            if stop:
+                emit(event="stop", reason=stop)
+            if spec.get("code"):
+                _inspect(client, nb, spec["code"], stop, replies, emit)
+    except Exception as exc:
+        emit(event="fatal", error=f"{type(exc).__name__}: {exc}")
+        raise
+    emit(event="done")
+    return 0
+
+
+def _timed_out(replies: dict[int, Any], index: int) -> bool:
+    reply = replies.get(index) or {}
+    return reply.get("content", {}).get("ename") == TIMEOUT
+
+
+def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: float,
+               replies: dict[int, Any], emit: Any) -> str:
+    for index, cell in enumerate(list(nb.cells)):
+        if cell.cell_type != "code":
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 1:
+            return "total"
+        client.timeout = max(1, math.ceil(min(spec["cell_timeout_s"], remaining)))
+        started, error, stop = time.perf_counter(), "", ""
+        cell.outputs = []  # never report the student's stored outputs as fresh ones
+        try:
+            client.execute_cell(cell, index)
+            if _timed_out(replies, index):
+                error = f"{TIMEOUT}: the cell did not finish within {client.timeout} s"
+                stop = "timeout" if client.timeout >= spec["cell_timeout_s"] else "total"
+        except DeadKernelError:
+            error = "DeadKernelError: the kernel died (memory, file size or CPU limit?)"
+            stop = "dead"
+        error = error or first_error(cell.get("outputs", []))
+        outputs = [normalise(o) for o in cell.get("outputs", [])]
+        emit(
+            event="cell",
+            index=index,
+            cell_id=cell.get("id") or f"cell-{index}",
+            ok=not error,
+            error=error,
+            outputs=outputs,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        if stop:
+            return stop
+    return ""
+
+
+def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dict[int, Any],
+             emit: Any) -> None:
+    if stop == "dead":
+        emit(event="inspect", text="", error="the kernel died before inspection")
+        return
+    cell = nbformat.v4.new_code_cell(code)
+    nb.cells.append(cell)
+    client.timeout = INSPECT_TIMEOUT_S
+    try:
+        client.execute_cell(cell, len(nb.cells) - 1, store_history=False)
+    except DeadKernelError as exc:
+        emit(event="inspect", text="", error=f"DeadKernelError: {exc}")
+        return
+    if _timed_out(replies, len(nb.cells) - 1):
+        emit(event="inspect", text="", error=f"{TIMEOUT}: no answer in {INSPECT_TIMEOUT_S} s")
+        return
+    outputs = cell.get("outputs", [])  # the summary line may be long: no truncation
+    text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    emit(event="inspect", text=text, error=first_error(outputs))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m grader.sandbox_runner SPEC_JSON\n")
+        return 2
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    _undumpable()
+    fd = spec.get("events_fd")
+    if fd is None:
+        return run(spec, sys.stdout)
+    os.set_inheritable(fd, False)  # the kernel must not inherit the pipe
+    with os.fdopen(fd, "w", encoding="utf-8") as sink:
+        return run(spec, sink)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
