@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--json", action="store_true", help="print one JSON list on stdout")
     g.add_argument("--out", help="write CSV/JSON exports and feedback files here")
-    g.add_argument("--workers", type=int, default=1, help="notebooks graded at once")
+    g.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1,
+                   help="notebooks graded at once (default: cores + 1)")
     g.add_argument("--db", help="SQLite store: reuse unchanged grades, record the batch")
     g.add_argument("--regrade", action="store_true", help="regrade even unchanged content")
     g.add_argument(

@@ -42,6 +42,7 @@ import nbformat
 from grader import inspect_code as scan
 from grader.compare import VariableSummary, compare_variables
 from grader.errors import SandboxError
+from grader.kernel_cache import seed_home
 from grader.notebook import strip_ansi
 from grader.types import Output
 
@@ -201,6 +202,7 @@ class _Layout:
         self = cls(work, sandboxed)
         for sub in ("home", "runtime", "tmp", "mnt", "a/b/nb"):
             (work / sub).mkdir(parents=True, exist_ok=True)
+        seed_home(work / "home")
         stored = self._store(data)
         code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", [])
                          if c.get("cell_type") == "code")  # source may be a list of lines

@@ -109,6 +109,11 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
         interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT, "evalue": "", "traceback": []},
         startup_timeout=spec.get("startup_timeout_s", 60),
+        # The sandbox is thrown away after the run: no need to wait for a polite exit,
+        # nor for IPython to set up a history database nobody will read.
+        shutdown_kernel="immediate",
+        extra_arguments=(["--HistoryManager.enabled=False"]
+                         if spec["kernel"].startswith("python") else []),
         resources={"metadata": {"path": spec["cwd"]}},
     )
     replies: dict[int, Any] = {}

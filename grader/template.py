@@ -13,12 +13,20 @@ instructor sees edited test cells (``assert`` lines) and tampered set-up code.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .codeanalysis import normalise_code
+from .codeanalysis import normalise_code as _normalise_code
 from .types import Cell, Evidence, Flag, Notebook
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def normalise_code(code: str, language: str) -> str:
+    """codeanalysis.normalise_code, cached: a class's notebooks repeat the same lines."""
+    return _normalise_code(code, language)
+
 
 _WS = re.compile(r"\s+")
 _MD_NOISE = re.compile(r"[#>*_`~|\-]+")

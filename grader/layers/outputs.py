@@ -91,6 +91,8 @@ class OutputLayer(Layer):
 
     def run(self, ctx: SubmissionContext) -> LayerResult:
         result = LayerResult(self.name)
+        if not ctx.match.student_code_lines:
+            return self._nothing_to_run(ctx, result)
         reason = cannot_execute_reason(ctx)
         run: ExecutionResult | None = None
         sol: ExecutionResult | None = None
@@ -127,6 +129,20 @@ class OutputLayer(Layer):
                 result.flags.append(
                     Flag("timeout", "execution hit the time limit; later cells did not run")
                 )
+        return result
+
+    def _nothing_to_run(self, ctx: SubmissionContext, result: LayerResult) -> LayerResult:
+        """No code of the student's own: template code earns nothing, so nothing runs."""
+        result.notes.append("not executed: the notebook has no code of the student's own")
+        result.details["executed"] = False
+        for crit in ctx.assignment.rubric.criteria:
+            for check in crit.checks:
+                if check.type == "runs":
+                    result.checks.append(self._runs(ctx, crit, check, None))
+                elif check.type == "output":
+                    result.checks.append(
+                        CheckResult(crit.id, "output", check.variable, 0.0, check.weight, "L2",
+                                    f"no code of the student's own computes {check.variable}"))
         return result
 
     @staticmethod
