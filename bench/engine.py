@@ -83,15 +83,15 @@ def bench_identity_and_handoff(client: DisaggregatedClient, n_tokens: int) -> di
 
 
 def _ours_once(client: DisaggregatedClient, prompt_user: str, decode_user: str,
-               n_gen: int) -> tuple[float, float]:
-    """Our prefill and decode tokens/s, wall clock through the public API."""
+               n_gen: int) -> tuple[float, float, int]:
+    """Our prefill and decode tokens/s (wall clock through the public API), decode depth."""
     pre = client.generate(GenerationRequest.chat("one", SYSTEM, prompt_user, max_tokens=1))
     prefill_tps = pre.metrics.prompt_tokens / pre.metrics.ttft_seconds
     dec = client.generate(GenerationRequest.chat("one", None, decode_user, max_tokens=n_gen))
     m = dec.metrics
     decode_wall = m.total_seconds - m.ttft_seconds
     decode_tps = m.decode_evals / decode_wall
-    return prefill_tps, decode_tps
+    return prefill_tps, decode_tps, m.prompt_tokens
 
 
 def bench_engine_ratios(client: DisaggregatedClient, model: Path, threads: int,
@@ -100,17 +100,21 @@ def bench_engine_ratios(client: DisaggregatedClient, model: Path, threads: int,
     prompt_user = _filler(client, "one", n_prompt, "\nDone.")
     decode_user = "Write the numbers from 1 to 300 in words, one per line."
     ours_p, ours_d, ref_p, ref_d = [], [], [], []
-    _ours_once(client, prompt_user, decode_user, 8)  # load the model and contexts
+    # Load the model and contexts; learn how deep in the context our decode runs
+    # (chat template + prompt), so llama-bench's decode test runs at that depth too.
+    depth = _ours_once(client, prompt_user, decode_user, 8)[2]
 
     def ours() -> None:
-        for _ in range(2):
-            p, d = _ours_once(client, prompt_user, decode_user, n_gen)
+        for _ in range(3):
+            p, d, _depth = _ours_once(client, prompt_user, decode_user, n_gen)
             ours_p.append(p)
             ours_d.append(d)
 
     def ref() -> None:
-        for row in run_llama_bench(model, threads, n_prompt, n_gen, repetitions=2):
-            (ref_p if row.test.startswith("pp") else ref_d).append(row.tokens_per_s)
+        for row in run_llama_bench(model, threads, n_prompt, 0, repetitions=3):
+            ref_p.append(row.tokens_per_s)
+        for row in run_llama_bench(model, threads, 0, n_gen, repetitions=3, depth=depth):
+            ref_d.append(row.tokens_per_s)
 
     for r in range(rounds):  # ABBA order, so a drift in machine speed hits both sides
         for step in ((ours, ref) if r % 2 == 0 else (ref, ours)):
@@ -123,6 +127,7 @@ def bench_engine_ratios(client: DisaggregatedClient, model: Path, threads: int,
         "llama_bench_pp512_tps": med(ref_p), "llama_bench_tg128_tps": med(ref_d),
         "engine_prefill_ratio": med(ours_p) / med(ref_p),
         "engine_decode_ratio": med(ours_d) / med(ref_d),
+        "decode_depth_tokens": depth,
         "rounds": rounds,
     }
 

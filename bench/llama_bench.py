@@ -86,11 +86,17 @@ class BenchResult:
 
 
 def run_llama_bench(model: Path, threads: int, n_prompt: int, n_gen: int,
-                    repetitions: int = 3, flash_attn: str = "auto") -> list[BenchResult]:
-    """Run llama-bench for a prompt test (-p) and a generation test (-n)."""
+                    repetitions: int = 3, flash_attn: str = "auto",
+                    depth: int = 0) -> list[BenchResult]:
+    """Run llama-bench for a prompt test (-p) and a generation test (-n).
+
+    ``depth`` (-d) fills the context with that many tokens first, so a decode
+    test can run at the same context depth as the decode it is compared with.
+    """
     exe = ensure_llama_bench()
     cmd = [str(exe), "-m", str(model), "-t", str(threads), "-p", str(n_prompt),
-           "-n", str(n_gen), "-r", str(repetitions), "-fa", flash_attn, "-o", "json"]
+           "-n", str(n_gen), "-r", str(repetitions), "-fa", flash_attn, "-d", str(depth),
+           "-o", "json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"llama-bench failed ({proc.returncode}): {proc.stderr[-2000:]}")

@@ -95,7 +95,12 @@ class _Bar:
 def cmd_grade(args: argparse.Namespace) -> int:
     assignment = load_assignment(Path(args.assignment))
     options = GradeOptions(
-        execute=not args.no_exec, use_llm=not args.no_llm, allow_unsandboxed=args.allow_unsandboxed
+        execute=not args.no_exec,
+        use_llm=not args.no_llm,
+        allow_unsandboxed=args.allow_unsandboxed,
+        cell_timeout_s=args.cell_timeout,
+        total_timeout_s=args.total_timeout,
+        memory_mb=args.memory_mb,
     )
     grader = Grader(assignment, options)
     files, problems = expand_inputs([Path(p) for p in args.inputs])
@@ -155,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="notebooks graded at once (default: cores + 1)")
     g.add_argument("--db", help="SQLite store: reuse unchanged grades, record the batch")
     g.add_argument("--regrade", action="store_true", help="regrade even unchanged content")
+    g.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (60)")
+    g.add_argument("--total-timeout", type=int, default=600, help="seconds per notebook (600)")
+    g.add_argument("--memory-mb", type=int, default=2048, help="memory cap per run (2048)")
     g.add_argument(
         "--allow-unsandboxed",
         action="store_true",
