@@ -9,6 +9,12 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
   i.e. what a class's worth of re-scoring costs after a rubric edit.
 - ``exec_notebooks_per_s``: notebooks per second with execution in the sandbox
   (a fresh kernel per notebook; the solution's run is shared and done first).
+
+With ``--llm`` it also grades the submissions through all four layers, one at a
+time, on the embedded default models, and adds ``llm_seconds_per_notebook_median``
+(wall time per notebook, execution included), ``llm_cached_share`` (share of
+prompt tokens the prefix cache skipped) and ``llm_parallel_efficiency`` (busy
+time of the two model requests / their wall time; 2.0 is full overlap).
 """
 
 from __future__ import annotations
@@ -29,10 +35,39 @@ log = logging.getLogger("bench.grader")
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
 
 
+def bench_llm(assignment, items: list[GradeInput]) -> dict[str, float]:
+    import statistics
+    import tempfile
+
+    from inference import DisaggregatedClient, default_config
+
+    with tempfile.TemporaryDirectory() as tmp, DisaggregatedClient(
+            default_config(history_db=Path(tmp) / "h.db")) as client:
+        grader = Grader(assignment, GradeOptions(execute=True, use_llm=True), client=client)
+        grader.grade(items[0])  # load the models, run the solution, fill the prefix cache
+        times, prompt, cached, eff = [], 0, 0, []
+        for item in items:
+            t0 = time.perf_counter()
+            report = grader.grade(item)
+            times.append(time.perf_counter() - t0)
+            for name in ("L3", "L4"):
+                d = report.layers[name].details if name in report.layers else {}
+                prompt += d.get("prompt_tokens", 0)
+                cached += d.get("cached_tokens", 0)
+            if "L3" in report.layers and "parallel_efficiency" in report.layers["L3"].details:
+                eff.append(report.layers["L3"].details["parallel_efficiency"])
+            log.info("llm: %s in %.1f s", item.name, times[-1])
+    return {"llm_seconds_per_notebook_median": round(statistics.median(times), 2),
+            "llm_seconds_per_notebook_max": round(max(times), 2),
+            "llm_cached_share": round(cached / prompt, 3) if prompt else 0.0,
+            "llm_parallel_efficiency": round(statistics.median(eff), 2) if eff else 0.0}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap.add_argument("--llm", action="store_true", help="also time all four layers")
     # One more worker than cores: a notebook's run waits on kernel start-up and IPC
     # part of the time, so two workers leave a 2-core machine partly idle.
     ap.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1)
@@ -73,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         "sandboxed": all(r.layers["L2"].details.get("sandboxed", False) for r in reports
                          if r.layers["L2"].details.get("executed", True)),
     }
+    if args.llm:
+        out.update(bench_llm(assignment, items))
     if not args.json:
         for k, v in out.items():
             print(f"{k:>24}: {v}")

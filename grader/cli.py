@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from inference import DisaggregatedClient, load_config
+
+from .agreement import cmd_agreement, parse_step
 from .archive import expand_inputs
 from .assignment import load_assignment
 from .batch import grade_batch
@@ -35,6 +38,8 @@ from .store import Store
 from .types import GradeReport
 
 log = logging.getLogger("grader.cli")
+LAYER_FIELDS = ("started_at", "finished_at", "prefill_tps", "decode_tps", "route",
+                "prompt_tokens", "cached_tokens", "parallel_efficiency")
 
 
 def summary(r: GradeReport) -> dict[str, Any]:
@@ -71,6 +76,12 @@ def summary(r: GradeReport) -> dict[str, Any]:
         "flags": [f.code for f in r.flags],
         "flag_details": [{"code": f.code, "message": f.message} for f in r.flags],
         "notes": [n for lr in r.layers.values() for n in lr.notes],
+        "layers": {
+            name.lower(): {k: lr.details.get(k) for k in LAYER_FIELDS if k in lr.details}
+            | ({"error": lr.error} if lr.error else {})
+            for name, lr in r.layers.items()
+            if name in ("L3", "L4")
+        },
         "error": r.error,
     }
 
@@ -102,7 +113,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         total_timeout_s=args.total_timeout,
         memory_mb=args.memory_mb,
     )
-    grader = Grader(assignment, options)
+    client = None if args.no_llm else DisaggregatedClient(load_config())
+    grader = Grader(assignment, options, client=client)
     files, problems = expand_inputs([Path(p) for p in args.inputs])
     items = [GradeInput.from_submission(f) for f in files]
     store = Store(Path(args.db)) if args.db else None
@@ -113,6 +125,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
+        if client is not None:
+            client.close()
     reports = [
         error_report(assignment.rubric, p.file, assignment.name, p.reason) for p in problems
     ] + result.reports
@@ -174,6 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("dest")
     i.add_argument("--language", default="r", choices=["python", "r"])
     i.set_defaults(func=cmd_import)
+    a = sub.add_parser("agreement", help="compare grades with an instructor's CSV")
+    a.add_argument("grades", help="JSON list from `grade --json` (or full reports)")
+    a.add_argument("human", help="CSV: student_id and/or file, score (or total), criterion ids")
+    a.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    a.add_argument("--step", type=parse_step, default=1.0,
+                   help="points per QWK category (default 1)")
+    a.set_defaults(func=cmd_agreement)
     return ap
 
 

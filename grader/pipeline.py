@@ -21,9 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference import DisaggregatedClient
+
 from .archive import SubmissionFile
 from .assignment import Assignment
 from .errors import NotebookError, RubricError
+from .injection import injection_flag, scan_notebook
 from .layers.base import (
     AssignmentContext,
     GradeOptions,
@@ -31,6 +34,7 @@ from .layers.base import (
     SubmissionContext,
     run_layer,
 )
+from .layers.llm import LLMLayers
 from .layers.outputs import OutputLayer
 from .layers.structure import StructureLayer
 from .notebook import load_notebook, load_notebook_node
@@ -73,10 +77,13 @@ class Grader:
         assignment: Assignment,
         options: GradeOptions | None = None,
         layers: Sequence[Layer] | None = None,
+        client: DisaggregatedClient | None = None,
     ) -> None:
+        """``client``: the inference client for layers 3 and 4 (none: deterministic only)."""
         self.assignment = assignment
         self.options = options or GradeOptions()
         self.layers = list(layers) if layers is not None else default_layers()
+        self.llm = LLMLayers(client) if client is not None and self.options.use_llm else None
         self.context = self._prepare()
 
     def _prepare(self) -> AssignmentContext:
@@ -125,6 +132,16 @@ class Grader:
         )
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
         layers = {layer.name: run_layer(layer, ctx) for layer in self.layers}
+        own = {o.cell.id for o in match.origins if o.is_students}
+        hits = scan_notebook(nb, own)
+        flag = injection_flag(hits)
+        if flag is not None and "L1" in layers:  # a layer-1 finding: scoring sees it
+            layers["L1"].flags.append(flag)
+        if self.llm is not None and "L1" in layers and "L2" in layers:
+            # Text aimed at the grader is flagged for the instructor and left out of
+            # what the models read.
+            excluded = {(h.cell_id, h.line) for h in hits if h.line is not None}
+            layers.update(self.llm.run(ctx, layers["L1"], layers["L2"], excluded))
         report = build_report(
             rubric,
             item.name,

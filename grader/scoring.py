@@ -76,6 +76,63 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
     return out
 
 
+DISAGREE = {"met": 0.25, "not met": 0.75}  # verdict -> deterministic share that contradicts it
+
+
+def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: bool) -> None:
+    """Fold the LLM layers into a criterion, within what the evidence allows.
+
+    Code criteria (L3): the deterministic points stand. A verdict that
+    contradicts them ("not met" where the checks gave >= 75%, "met" where they
+    gave <= 25%) sends the criterion to review with the model's issue; the
+    model never moves the points.
+    Written criteria (L4): the model judges quality inside the deterministic
+    bounds: an unanswered question stays at 0, a short answer stays capped at
+    its word share, and the model's score can only bring the points down to
+    ``points x min(deterministic share, model score)``.
+    A layer that failed (even after its repair attempt) leaves the deterministic
+    points and sends the criterion to review. With text aimed at the grader in
+    the notebook, every criterion the models judged goes to review.
+    A model its configuration does not trust to judge (``can_judge = false``:
+    the bundled tiny models) is advisory: what it said is kept as notes, and
+    neither the points nor the review status move.
+    """
+    layer = layers.get("L3" if crit.kind == "code" else "L4")
+    if layer is None:
+        return
+    if layer.error:
+        crit.needs_review = True
+        crit.review_reasons.append(f"{layer.layer} model failed: {layer.error}")
+        return
+    item = (layer.details.get("output") or {}).get(crit.id)
+    if not isinstance(item, dict):
+        return
+    share = crit.points / crit.max_points if crit.max_points else 0.0
+    advisory = bool(layer.details.get("advisory"))
+    if crit.kind == "code":
+        verdict = str(item.get("verdict", ""))
+        crit.model_notes = {"verdict": verdict, "issue": str(item.get("issue", "")),
+                            "cells": ", ".join(item.get("cells", []))}
+        limit = DISAGREE.get(verdict)
+        contradicts = limit is not None and (
+            share >= limit if verdict == "not met" else share <= limit)
+        if contradicts and not advisory:
+            crit.needs_review = True
+            crit.review_reasons.append(
+                f"the code model says {verdict!r} ({item.get('issue') or 'no reason given'}) "
+                f"but the checks gave {share:.0%}")
+    else:
+        score = min(1.0, max(0.0, float(item.get("score", 0.0))))
+        crit.model_notes = {k: str(item.get(k, "")) for k in ("strength", "improve",
+                                                              "next_step")}
+        crit.model_notes["score"] = f"{score:.2f}"
+        if share > 0 and not advisory:
+            crit.points = round(crit.max_points * min(share, score), 4)
+    if injected:
+        crit.needs_review = True
+        crit.review_reasons.append("the notebook holds text aimed at the grader")
+
+
 def build_report(
     rubric: Rubric,
     file: str,
@@ -87,13 +144,16 @@ def build_report(
 ) -> GradeReport:
     flags = [f for lr in layers.values() for f in lr.flags]
     criteria = [score_criterion(c, layers) for c in rubric.criteria]
+    injected = any(f.code == "prompt_injection" for f in flags)
+    for crit in criteria:
+        reconcile(crit, layers, injected)
     return GradeReport(
         file=file,
         sha256=sha256,
         assignment=assignment,
         rubric_version=rubric.version,
         status="graded",
-        score=round(sum(c.points for c in criteria), 4),
+        score=round(sum(c.points for c in criteria), 4),  # after reconciliation
         max_score=rubric.total_points,
         student_id=student_id,
         display_name=display_name,

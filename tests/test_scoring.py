@@ -90,3 +90,68 @@ def test_report_totals():
     assert report.max_score == 6.0
     assert report.status == "graded"
     assert report.needs_review == []
+
+
+# -- reconciliation with the model layers ------------------------------------------
+from grader.scoring import reconcile  # noqa: E402
+from grader.types import CriterionResult  # noqa: E402
+
+
+def crit(kind: str, points: float, max_points: float = 4.0) -> CriterionResult:
+    return CriterionResult("c", "C", kind, max_points, points)
+
+
+def model_layer(name: str, item: dict, advisory: bool = False, error: str = "") -> dict:
+    return {name: LayerResult(name, error=error,
+                              details={"output": {"c": item}, "advisory": advisory})}
+
+
+@pytest.mark.parametrize(("points", "verdict", "review"), [
+    (4.0, "not met", True),   # the model contradicts full marks: a person looks
+    (0.0, "met", True),       # the model says met, the checks found nothing: never raised
+    (4.0, "met", False),
+    (2.0, "partial", False),
+])
+def test_code_verdicts_never_move_points(points, verdict, review):
+    c = crit("code", points)
+    reconcile(c, model_layer("L3", {"verdict": verdict, "cells": [], "issue": "x"}), False)
+    assert c.points == points
+    assert c.needs_review is review
+    assert c.model_notes["verdict"] == verdict
+
+
+@pytest.mark.parametrize(("points", "score", "expected"), [
+    (4.0, 0.4, 1.6),   # answered in full: the model judges quality
+    (0.0, 1.0, 0.0),   # unanswered stays 0 whatever the model says
+    (2.0, 0.9, 2.0),   # short answer capped at its word share
+    (2.0, 0.25, 1.0),
+])
+def test_written_scores_stay_inside_deterministic_bounds(points, score, expected):
+    c = crit("written", points)
+    reconcile(c, model_layer("L4", {"score": score, "strength": "s", "improve": "i",
+                                    "next_step": "n"}), False)
+    assert c.points == pytest.approx(expected)
+    assert c.points <= points
+
+
+def test_advisory_model_moves_nothing():
+    c = crit("written", 4.0)
+    reconcile(c, model_layer("L4", {"score": 0.1, "strength": "s", "improve": "i",
+                                    "next_step": "n"}, advisory=True), False)
+    assert c.points == 4.0
+    assert not c.needs_review
+    assert c.model_notes["score"] == "0.10"
+
+
+def test_failed_model_layer_keeps_points_and_asks_for_review():
+    c = crit("code", 3.0)
+    reconcile(c, model_layer("L3", {}, error="OutputValidationError: bad"), False)
+    assert c.points == 3.0
+    assert c.needs_review
+
+
+def test_injection_sends_judged_criteria_to_review():
+    c = crit("code", 4.0)
+    reconcile(c, model_layer("L3", {"verdict": "met", "cells": [], "issue": ""}), True)
+    assert c.needs_review
+    assert "aimed at the grader" in c.review_reasons[-1]

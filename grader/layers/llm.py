@@ -1,0 +1,174 @@
+"""Layers 3 and 4: the code model's analysis and the feedback model's judgement.
+
+Both requests go to the inference client together (``generate_many``), so the
+``code`` and ``feedback`` roles run in parallel threads. Each is decoded under a
+JSON schema; a reply that fails it gets one repair attempt, and if that fails
+too the layer says so (its criteria keep their deterministic score and go to
+review): never a default verdict. Claims citing cells that are not the
+student's are dropped and counted. Each layer records its request's metrics
+(start/finish times, prefill and decode speeds, cached tokens, route).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from inference import (
+    DisaggregatedClient,
+    GenerationRequest,
+    GenerationResult,
+    InferenceError,
+    OutputValidationError,
+)
+
+from ..answers import find_answer
+from ..prompts import (
+    SYSTEM,
+    code_request_text,
+    code_schema,
+    feedback_request_text,
+    feedback_schema,
+    shared_code_prefix,
+    shared_feedback_prefix,
+    student_code,
+)
+from ..types import LayerResult
+from .base import SubmissionContext
+
+log = logging.getLogger(__name__)
+CODE_BUDGET_CHARS = 6000  # ~1700 tokens of student code, within SmolLM2's 4096 context
+# Room for one criterion's JSON: the schema caps its strings, so a reply cannot
+# run past these (measured on SmolLM2: ~35 tokens per code item, ~80 per answer).
+CODE_TOKENS_PER_CRITERION = 60
+FEEDBACK_TOKENS_PER_CRITERION = 120
+
+
+def _metrics_details(r: GenerationResult) -> dict[str, Any]:
+    m = r.metrics
+    return {"started_at": m.started_at, "finished_at": m.finished_at,
+            "prefill_tps": round(m.prefill_tps, 1), "decode_tps": round(m.decode_tps, 1),
+            "route": m.route, "method": m.method, "prompt_tokens": m.prompt_tokens,
+            "cached_tokens": m.cached_tokens, "decode_tokens": m.decode_tokens,
+            "ttft_s": round(m.ttft_seconds, 3), "total_s": round(m.total_seconds, 3),
+            "kv_bytes": m.kv_bytes}
+
+
+class LLMLayers:
+    """Runs L3 and L4 for one submission; never raises into the pipeline."""
+
+    def __init__(self, client: DisaggregatedClient) -> None:
+        self.client = client
+
+    def requests(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
+                 excluded: set[tuple[str, int]]) -> dict[str, tuple[GenerationRequest, Any]]:
+        rubric = ctx.assignment.rubric
+        code_crits = [c for c in rubric.criteria if c.kind == "code"]
+        written = [c for c in rubric.criteria if c.kind == "written"]
+        out: dict[str, tuple[GenerationRequest, Any]] = {}
+        if code_crits:
+            part = student_code(ctx.match, excluded, CODE_BUDGET_CHARS)
+            evidence = {c.id: "; ".join(ch.message for ch in l1.checks + l2.checks
+                                        if ch.criterion_id == c.id)[:200] for c in code_crits}
+            prefix = shared_code_prefix(rubric, ctx.assignment.solution, code_crits)
+            req = GenerationRequest.chat(
+                "code", SYSTEM, code_request_text(prefix, part, evidence),
+                json_schema=code_schema(code_crits, part.cell_ids),
+                max_tokens=CODE_TOKENS_PER_CRITERION * len(code_crits) + 40, temperature=0.0)
+            out["L3"] = (req, part)
+        if written:
+            answers = {}
+            for c in written:
+                q = next((ch for ch in c.checks if ch.type == "answer"), None)
+                ans = find_answer(ctx.match, q.question, rubric.all_placeholders) if q else None
+                answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
+            prefix = shared_feedback_prefix(rubric, ctx.assignment.solution, written)
+            req = GenerationRequest.chat(
+                "feedback", SYSTEM, feedback_request_text(prefix, answers),
+                json_schema=feedback_schema(written),
+                max_tokens=FEEDBACK_TOKENS_PER_CRITERION * len(written) + 40,
+                temperature=0.0)
+            out["L4"] = (req, answers)
+        return out
+
+    def run(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
+            excluded: set[tuple[str, int]]) -> dict[str, LayerResult]:
+        t0 = time.perf_counter()
+        try:
+            reqs = self.requests(ctx, l1, l2, excluded)
+        except Exception as exc:  # a crashed layer is a result, never an exception upstream
+            log.exception("building the LLM prompts failed for %s", ctx.submission.name)
+            return {name: LayerResult(name, error=f"{type(exc).__name__}: {exc}")
+                    for name in ("L3", "L4")}
+        names = list(reqs)
+        results = self.client.generate_many([reqs[n][0] for n in names], return_exceptions=True)
+        wall = time.perf_counter() - t0
+        out: dict[str, LayerResult] = {}
+        for name, res in zip(names, results, strict=True):
+            req, extra = reqs[name]
+            out[name] = self._layer(name, req, res, extra, ctx)
+        busy = sum(lr.details.get("total_s", 0.0) for lr in out.values())
+        for lr in out.values():
+            lr.details["parallel_wall_s"] = round(wall, 3)
+            lr.details["parallel_efficiency"] = round(busy / wall, 3) if wall > 0 else 0.0
+        return out
+
+    def _layer(self, name: str, req: GenerationRequest, res: GenerationResult | InferenceError,
+               extra: Any, ctx: SubmissionContext) -> LayerResult:
+        lr = LayerResult(name)
+        if isinstance(res, OutputValidationError):
+            lr.details["first_attempt_error"] = str(res)
+            res = self._repair(req, res)
+        if isinstance(res, InferenceError):
+            lr.error = f"{type(res).__name__}: {res}"
+            metrics = getattr(res, "metrics", None)
+            if metrics is not None:
+                lr.details.update(started_at=metrics.started_at, finished_at=metrics.finished_at)
+            return lr
+        lr.details.update(_metrics_details(res))
+        lr.details["output"] = res.parsed
+        lr.details["advisory"] = not self._can_judge(req.role)
+        if name == "L3":
+            lr.details["cut"] = extra.cut
+            allowed = set(extra.cell_ids)
+            dropped = 0
+            for item in (res.parsed or {}).values():
+                kept = [c for c in item.get("cells", []) if c in allowed]
+                dropped += len(item.get("cells", [])) - len(kept)
+                item["cells"] = kept
+            lr.details["dropped_claims"] = dropped
+            if extra.cut:
+                lr.notes.append("student code cut to fit the prompt: " + "; ".join(extra.cut))
+        return lr
+
+    def _can_judge(self, role: str) -> bool:
+        try:
+            return self.client.config.model(self.client.route(role).model).can_judge
+        except InferenceError:
+            return False
+
+    def _repair(self, req: GenerationRequest,
+                err: OutputValidationError) -> GenerationResult | InferenceError:
+        """One repair attempt: the same request with room to finish the JSON."""
+        log.info("role %s: output failed its schema (%s); one repair attempt", req.role, err)
+        retry = GenerationRequest(role=req.role, messages=req.messages,
+                                  max_tokens=int((req.max_tokens or 256) * 1.5),
+                                  temperature=0.0, seed=req.seed + 1, json_schema=req.json_schema)
+        try:
+            return self.client.generate(retry)
+        except InferenceError as exc:
+            return exc
+
+
+def _without(text: str, ctx: SubmissionContext, excluded: set[tuple[str, int]],
+             ans: Any) -> str:
+    """An answer's text without lines the injection detector flagged."""
+    if not excluded or ans is None:
+        return text
+    flagged = set()
+    for cid, line in excluded:
+        cell = ctx.submission.cell(cid)
+        if cell is not None and 0 < line <= len(cell.source.splitlines()):
+            flagged.add(cell.source.splitlines()[line - 1].strip())
+    return "\n".join(line for line in text.splitlines() if line.strip() not in flagged)
