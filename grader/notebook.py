@@ -102,6 +102,13 @@ def load_notebook(
     source: Path | bytes, name: str | None = None, limits: NotebookLimits = DEFAULT_LIMITS
 ) -> Notebook:
     """Read, validate and normalise one notebook; see the module docstring."""
+    return load_both(source, name, limits)[0]
+
+
+def load_both(
+    source: Path | bytes, name: str | None = None, limits: NotebookLimits = DEFAULT_LIMITS
+) -> tuple[Notebook, NotebookNode]:
+    """``load_notebook`` and ``load_notebook_node`` from one read and one parse."""
     label = _label(source, name)
     data = _read_bytes(source, label, limits)
     node = _parse(data, label, limits)
@@ -112,7 +119,8 @@ def load_notebook(
     log.debug("loaded %s: %d cells, language %s", label, len(cells), language)
     version = f"{node.nbformat}.{node.nbformat_minor}"
     sha256 = hashlib.sha256(data).hexdigest()
-    return Notebook(label, language, cells, sha256, kernel_name=kernel_name, nbformat=version)
+    nb = Notebook(label, language, cells, sha256, kernel_name=kernel_name, nbformat=version)
+    return nb, node
 
 
 # --- reading and parsing ---------------------------------------------------------------

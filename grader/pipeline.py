@@ -37,7 +37,7 @@ from .layers.base import (
 from .layers.llm import LLMLayers
 from .layers.outputs import OutputLayer
 from .layers.structure import StructureLayer
-from .notebook import load_notebook, load_notebook_node
+from .notebook import load_both, load_notebook, load_notebook_node
 from .scoring import build_report, error_report
 from .template import match_template
 from .types import Flag, GradeReport
@@ -103,8 +103,7 @@ class Grader:
     def grade(self, item: GradeInput) -> GradeReport:
         rubric = self.assignment.rubric
         try:
-            nb = load_notebook(item.data, item.name)
-            raw = load_notebook_node(item.data, item.name)
+            nb, raw = load_both(item.data, item.name)
         except NotebookError as exc:
             log.info("refused %s: %s", item.name, exc.reason)
             return error_report(

@@ -27,6 +27,11 @@ SYSTEM = (
     "rubric and the solution shown. Reply with JSON only, in the given format."
 )
 MAX_CELL_CHARS = 1200  # a single student cell longer than this is cut (and reported)
+ISSUE_CHARS = 60  # the code model's one-line issue per criterion
+# The solution excerpt is shared by every student (prefilled once), but each
+# token of it deepens the context every student's reply is decoded at.
+SOLUTION_CHARS = 3000
+FEEDBACK_CHARS = 80  # each sentence of feedback
 
 
 @dataclass(slots=True)
@@ -41,10 +46,12 @@ def shared_code_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criter
     for c in criteria:
         lines.append(f"- {c.id}: {c.title}. {c.description}".rstrip())
     lines += ["", "The instructor's solution code:", "<solution>"]
+    used = 0
     for cell in solution.code_cells:
-        src = cell.source.strip()
-        if src:
-            lines.append(src[:MAX_CELL_CHARS])
+        src = cell.source.strip()[:MAX_CELL_CHARS]
+        if src and used + len(src) <= SOLUTION_CHARS:
+            lines.append(src)
+            used += len(src)
     lines += ["</solution>", ""]
     return "\n".join(lines)
 
@@ -111,19 +118,19 @@ def feedback_request_text(prefix: str, answers: dict[str, str]) -> str:
 
 
 def code_schema(criteria: list[Criterion], cell_ids: list[str]) -> dict[str, Any]:
-    cells: dict[str, Any] = ({"type": "array", "items": {"enum": cell_ids}, "maxItems": 2}
+    cells: dict[str, Any] = ({"type": "array", "items": {"enum": cell_ids}, "maxItems": 1}
                              if cell_ids else {"type": "array", "maxItems": 0})
     item = {"type": "object", "properties": {
         "verdict": {"enum": ["met", "partial", "not met"]},
         "cells": cells,
-        "issue": {"type": "string", "maxLength": 100},
+        "issue": {"type": "string", "maxLength": ISSUE_CHARS},
     }, "required": ["verdict", "cells", "issue"], "additionalProperties": False}
     return {"type": "object", "properties": {c.id: item for c in criteria},
             "required": [c.id for c in criteria], "additionalProperties": False}
 
 
 def feedback_schema(criteria: list[Criterion]) -> dict[str, Any]:
-    short = {"type": "string", "minLength": 3, "maxLength": 100}
+    short = {"type": "string", "minLength": 3, "maxLength": FEEDBACK_CHARS}
     item = {"type": "object", "properties": {
         "score": {"type": "number", "minimum": 0, "maximum": 1},
         "strength": short, "improve": short, "next_step": short,

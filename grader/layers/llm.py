@@ -25,6 +25,8 @@ from inference import (
 
 from ..answers import find_answer
 from ..prompts import (
+    FEEDBACK_CHARS,
+    ISSUE_CHARS,
     SYSTEM,
     code_request_text,
     code_schema,
@@ -39,10 +41,11 @@ from .base import SubmissionContext
 
 log = logging.getLogger(__name__)
 CODE_BUDGET_CHARS = 6000  # ~1700 tokens of student code, within SmolLM2's 4096 context
-# Room for one criterion's JSON: the schema caps its strings, so a reply cannot
-# run past these (measured on SmolLM2: ~35 tokens per code item, ~80 per answer).
-CODE_TOKENS_PER_CRITERION = 60
-FEEDBACK_TOKENS_PER_CRITERION = 120
+# Room for one criterion's JSON in the worst case the schema allows (every
+# character of its capped strings a token of its own, plus the keys), so a
+# reply is never cut off mid-string. Typical replies use a third of it.
+CODE_TOKENS_PER_CRITERION = 30 + ISSUE_CHARS
+FEEDBACK_TOKENS_PER_CRITERION = 30 + 3 * FEEDBACK_CHARS
 
 
 def _metrics_details(r: GenerationResult) -> dict[str, Any]:
@@ -67,10 +70,10 @@ class LLMLayers:
         code_crits = [c for c in rubric.criteria if c.kind == "code"]
         written = [c for c in rubric.criteria if c.kind == "written"]
         out: dict[str, tuple[GenerationRequest, Any]] = {}
-        if code_crits:
-            part = student_code(ctx.match, excluded, CODE_BUDGET_CHARS)
+        part = student_code(ctx.match, excluded, CODE_BUDGET_CHARS)
+        if code_crits and part.cell_ids:  # no code of the student's own: nothing to judge
             evidence = {c.id: "; ".join(ch.message for ch in l1.checks + l2.checks
-                                        if ch.criterion_id == c.id)[:200] for c in code_crits}
+                                        if ch.criterion_id == c.id)[:80] for c in code_crits}
             prefix = shared_code_prefix(rubric, ctx.assignment.solution, code_crits)
             req = GenerationRequest.chat(
                 "code", SYSTEM, code_request_text(prefix, part, evidence),
@@ -83,6 +86,8 @@ class LLMLayers:
                 q = next((ch for ch in c.checks if ch.type == "answer"), None)
                 ans = find_answer(ctx.match, q.question, rubric.all_placeholders) if q else None
                 answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
+            if not any(a.strip() for a in answers.values()):
+                return out  # every question unanswered: nothing to judge
             prefix = shared_feedback_prefix(rubric, ctx.assignment.solution, written)
             req = GenerationRequest.chat(
                 "feedback", SYSTEM, feedback_request_text(prefix, answers),
