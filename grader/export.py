@@ -100,6 +100,16 @@ def _criterion_lines(c: CriterionResult) -> list[str]:
             if e.line:
                 where += f", line {e.line}"
             lines.append(f"    {where}: {e.text}")
+    notes = c.model_notes
+    if notes.get("strength") or notes.get("improve") or notes.get("next_step"):
+        lines.append("model-written feedback (a language model's reading; your instructor "
+                     "decides the points):")
+        for key, label in (("strength", "strength"), ("improve", "to improve"),
+                           ("next_step", "next step")):
+            if notes.get(key):
+                lines.append(f"    {label}: {notes[key]}")
+    elif notes.get("issue") and notes["issue"].strip().lower() not in ("", "none"):
+        lines.append(f"model-written note: {notes['issue']}")
     if c.needs_review:
         lines.append("to be reviewed by your instructor: " + "; ".join(c.review_reasons))
     return lines

@@ -85,3 +85,13 @@ def test_write_exports(tmp_path: Path):
     assert "feedback/doejane_.md" in names  # two students of one name do not overwrite
     data = json.loads((tmp_path / "grades.json").read_text())
     assert data[0]["criteria"][0]["points"] == 3.0
+
+
+def test_model_feedback_is_labelled_as_model_written():
+    r = report("doejane", 3.0)
+    r.criteria[0].model_notes = {"strength": "Clear <b>steps</b>", "improve": "Check units",
+                                 "next_step": "Plot the trend", "score": "0.80"}
+    md = feedback_markdown(r, "HW 1")
+    assert "model-written feedback" in md
+    assert "next step: Plot the trend" in md
+    assert "&lt;b&gt;" in feedback_html(r, "HW 1")
