@@ -6,7 +6,6 @@ configures; nothing here downloads anything.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -157,11 +156,3 @@ def spec_from_config(name: str, data: dict[str, Any]) -> ModelSpec:
     if not spec.path and not (spec.package and spec.filename):
         raise ConfigError(f"[models.{name}]: give `path` (a GGUF file) or `package` + `filename`")
     return spec
-
-
-def installed_distribution(package: str) -> str | None:
-    """Version of an installed distribution, for the health card."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
