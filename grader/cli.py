@@ -112,6 +112,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         cell_timeout_s=args.cell_timeout,
         total_timeout_s=args.total_timeout,
         memory_mb=args.memory_mb,
+        llm_samples=args.samples,
     )
     client = None if args.no_llm else DisaggregatedClient(load_config())
     grader = Grader(assignment, options, client=client)
@@ -174,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="notebooks graded at once (default: cores + 1)")
     g.add_argument("--db", help="SQLite store: reuse unchanged grades, record the batch")
     g.add_argument("--regrade", action="store_true", help="regrade even unchanged content")
+    g.add_argument("--samples", type=int, default=1,
+                   help="sample each model k times; unstable criteria go to review")
     g.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (60)")
     g.add_argument("--total-timeout", type=int, default=600, help="seconds per notebook (600)")
     g.add_argument("--memory-mb", type=int, default=2048, help="memory cap per run (2048)")

@@ -32,6 +32,7 @@ ISSUE_CHARS = 60  # the code model's one-line issue per criterion
 # token of it deepens the context every student's reply is decoded at.
 SOLUTION_CHARS = 3000
 FEEDBACK_CHARS = 80  # each sentence of feedback
+MODEL_ANSWER_CHARS = 600  # the solution's answer to each question, in the shared part
 
 
 @dataclass(slots=True)
@@ -56,11 +57,16 @@ def shared_code_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criter
     return "\n".join(lines)
 
 
-def shared_feedback_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criterion]) -> str:
+def shared_feedback_prefix(rubric: Rubric, criteria: list[Criterion],
+                           model_answers: dict[str, str]) -> str:
+    """Questions, what the rubric expects, and the solution's own answers."""
     lines = [f"Assignment: {rubric.title}.", "", "Questions to judge:"]
     for c in criteria:
         q = next((ch.question for ch in c.checks if ch.type == "answer"), c.title)
         lines.append(f"- {c.id}: {q}. Expected: {c.expectations or c.description}".rstrip())
+        answer = " ".join(model_answers.get(c.id, "").split())[:MODEL_ANSWER_CHARS]
+        if answer:
+            lines.append(f"  The instructor's answer: {answer}")
     lines.append("")
     return "\n".join(lines)
 

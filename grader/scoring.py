@@ -76,6 +76,7 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
     return out
 
 
+UNSTABLE_SPREAD = 1 / 3  # code: share of samples off the majority; written: max - min score
 DISAGREE = {"met": 0.25, "not met": 0.75}  # verdict -> deterministic share that contradicts it
 
 
@@ -93,6 +94,9 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     A layer that failed (even after its repair attempt) leaves the deterministic
     points and sends the criterion to review. With text aimed at the grader in
     the notebook, every criterion the models judged goes to review.
+    With k samples per model (``--samples``), a criterion whose samples spread
+    more than a third (code: a third off the majority verdict; written: scores a
+    third apart) is unstable and goes to review.
     A model its configuration does not trust to judge (``can_judge = false``:
     the bundled tiny models) is advisory: what it said is kept as notes, and
     neither the points nor the review status move.
@@ -128,6 +132,14 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
         crit.model_notes["score"] = f"{score:.2f}"
         if share > 0 and not advisory:
             crit.points = round(crit.max_points * min(share, score), 4)
+    spread = (layer.details.get("spread") or {}).get(crit.id)
+    if spread is not None:
+        crit.model_notes["spread"] = f"{spread:.2f}"
+        if spread > UNSTABLE_SPREAD and not advisory:
+            crit.needs_review = True
+            crit.review_reasons.append(
+                f"unstable: the model's {layer.details.get('samples')} samples disagree "
+                f"(spread {spread:.2f})")
     if injected:
         crit.needs_review = True
         crit.review_reasons.append("the notebook holds text aimed at the grader")

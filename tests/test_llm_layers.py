@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from inference import (
     Backend,
     DisaggregatedClient,
     EngineConfig,
+    GenerationResult,
+    ModelSpec,
     OutputValidationError,
     RequestMetrics,
     RouteConfig,
@@ -134,3 +137,50 @@ def test_shared_prompt_prefix_is_reused_across_students(llm_graded):
     later = reports["injected_clean"].layers["L3"].details
     assert later["cached_tokens"] > 0
     assert later["cached_tokens"] <= later["prompt_tokens"]
+
+
+class SeedDependent(Backend):
+    """A judge whose verdicts change with the sampling seed: an unstable model."""
+
+    def prefill(self, request):
+        raise NotImplementedError
+
+    def decode(self, handle, on_token=None):
+        raise NotImplementedError
+
+    def generate(self, request, on_token=None):
+        ids = request.json_schema["required"]
+        if request.role == "code":
+            verdict = "met" if request.seed % 2 == 0 else "not met"
+            parsed = {c: {"verdict": verdict, "cells": [], "issue": ""} for c in ids}
+        else:
+            parsed = {c: {"score": 1.0 if request.seed == 0 else 0.2, "strength": "abc",
+                          "improve": "abc", "next_step": "abc"} for c in ids}
+        m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
+                           finished_at=time.time(), method="single")
+        return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
+
+    def health(self):
+        return [WorkerHealth("seeded", self.route.role, self.route.name, "generate", "up")]
+
+
+def test_unstable_samples_send_criteria_to_review(tmp_path):
+    register_backend("seed-dependent", SeedDependent)
+    judge = ModelSpec(name="judge", path="/nonexistent.gguf", can_judge=True)
+    cfg = EngineConfig(routes={r: RouteConfig(r, backend="seed-dependent", mode="single",
+                                              model="judge") for r in ("code", "feedback")},
+                       models={"judge": judge}, history_db=tmp_path / "h.db")
+    a = load_assignment(RETAIL)
+    item = GradeInput.from_path(SUBS / "complete.ipynb")
+    with DisaggregatedClient(cfg) as client:
+        stable = Grader(a, GradeOptions(execute=False, use_llm=True), client=client).grade(item)
+        sampled = Grader(a, GradeOptions(execute=False, use_llm=True, llm_samples=3),
+                         client=client).grade(item)
+    assert "spread" not in stable.layers["L3"].details
+    assert sampled.layers["L3"].details["samples"] == 3
+    code = next(c for c in sampled.criteria if c.id == "load-data")
+    assert code.model_notes["spread"] == "0.33"  # met, not met, met: one of three off
+    q1 = next(c for c in sampled.criteria if c.id == "q1-regions")
+    assert q1.needs_review
+    assert any("unstable" in why for why in q1.review_reasons)
+    assert q1.points <= next(c for c in stable.criteria if c.id == "q1-regions").max_points

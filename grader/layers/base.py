@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 @dataclass(slots=True)
 class GradeOptions:
     execute: bool = True  # run L2 (execution); False grades from stored outputs
-    use_llm: bool = False  # L3/L4 (a later layer)
+    use_llm: bool = False  # L3/L4, when the grader has an inference client
+    llm_samples: int = 1  # k > 1: sample each model k times, unstable criteria to review
     cell_timeout_s: int = 60
     total_timeout_s: int = 600
     memory_mb: int = 2048

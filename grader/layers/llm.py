@@ -11,8 +11,10 @@ student's are dropped and counted. Each layer records its request's metrics
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from collections import Counter
 from typing import Any
 
 from inference import (
@@ -36,10 +38,12 @@ from ..prompts import (
     shared_feedback_prefix,
     student_code,
 )
+from ..template import match_template
 from ..types import LayerResult
 from .base import SubmissionContext
 
 log = logging.getLogger(__name__)
+SAMPLE_TEMPERATURE = 0.7  # for the extra samples of --samples k
 CODE_BUDGET_CHARS = 6000  # ~1700 tokens of student code, within SmolLM2's 4096 context
 # Room for one criterion's JSON in the worst case the schema allows (every
 # character of its capped strings a token of its own, plus the keys), so a
@@ -88,7 +92,7 @@ class LLMLayers:
                 answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
             if not any(a.strip() for a in answers.values()):
                 return out  # every question unanswered: nothing to judge
-            prefix = shared_feedback_prefix(rubric, ctx.assignment.solution, written)
+            prefix = shared_feedback_prefix(rubric, written, _model_answers(ctx, written))
             req = GenerationRequest.chat(
                 "feedback", SYSTEM, feedback_request_text(prefix, answers),
                 json_schema=feedback_schema(written),
@@ -107,12 +111,21 @@ class LLMLayers:
             return {name: LayerResult(name, error=f"{type(exc).__name__}: {exc}")
                     for name in ("L3", "L4")}
         names = list(reqs)
-        results = self.client.generate_many([reqs[n][0] for n in names], return_exceptions=True)
+        k = max(1, ctx.options.llm_samples)
+        # The first request of each layer is greedy; with k > 1 samples, k - 1 more
+        # are drawn at a temperature, only to measure how stable the judgement is.
+        extra_reqs = [dataclasses.replace(reqs[n][0], temperature=SAMPLE_TEMPERATURE, seed=s)
+                      for n in names for s in range(1, k)]
+        results = self.client.generate_many([reqs[n][0] for n in names] + extra_reqs,
+                                             return_exceptions=True)
         wall = time.perf_counter() - t0
         out: dict[str, LayerResult] = {}
-        for name, res in zip(names, results, strict=True):
+        for i, (name, res) in enumerate(zip(names, results, strict=False)):
             req, extra = reqs[name]
             out[name] = self._layer(name, req, res, extra, ctx)
+            samples = results[len(names) + i * (k - 1): len(names) + (i + 1) * (k - 1)]
+            if k > 1 and not out[name].error:
+                _spread(out[name], [s for s in samples if isinstance(s, GenerationResult)])
         busy = sum(lr.details.get("total_s", 0.0) for lr in out.values())
         for lr in out.values():
             lr.details["parallel_wall_s"] = round(wall, 3)
@@ -164,6 +177,39 @@ class LLMLayers:
             return self.client.generate(retry)
         except InferenceError as exc:
             return exc
+
+
+def _spread(lr: LayerResult, samples: list[GenerationResult]) -> None:
+    """Per criterion: how much the sampled judgements agree with each other."""
+    outputs = [lr.details.get("output") or {}] + [s.parsed or {} for s in samples]
+    spread: dict[str, float] = {}
+    for cid in outputs[0]:
+        items = [o[cid] for o in outputs if isinstance(o.get(cid), dict)]
+        if lr.layer == "L3":
+            verdicts = Counter(str(i.get("verdict")) for i in items)
+            spread[cid] = round(1 - verdicts.most_common(1)[0][1] / len(items), 3)
+        else:
+            scores = [float(i.get("score", 0.0)) for i in items]
+            spread[cid] = round(max(scores) - min(scores), 3)
+    lr.details["samples"] = len(outputs)
+    lr.details["spread"] = spread
+
+
+def _model_answers(ctx: SubmissionContext, written: list) -> dict[str, str]:
+    """The solution's answer to each written question, found once per assignment."""
+    actx = ctx.assignment
+    with actx.lock:
+        cached = actx.cache.get("model_answers")
+        if cached is None:
+            rubric = actx.rubric
+            match = match_template(actx.template, actx.solution, rubric.all_placeholders)
+            cached = {}
+            for c in written:
+                q = next((ch for ch in c.checks if ch.type == "answer"), None)
+                if q is not None:
+                    cached[c.id] = find_answer(match, q.question, rubric.all_placeholders).text
+            actx.cache["model_answers"] = cached
+    return cached
 
 
 def _without(text: str, ctx: SubmissionContext, excluded: set[tuple[str, int]],
