@@ -28,9 +28,11 @@ SYSTEM = (
 )
 MAX_CELL_CHARS = 1200  # a single student cell longer than this is cut (and reported)
 ISSUE_CHARS = 60  # the code model's one-line issue per criterion
+QUOTE_CHARS = 80  # a line of the student's code quoted as evidence (rich form)
 # The solution excerpt is shared by every student (prefilled once), but each
 # token of it deepens the context every student's reply is decoded at.
 SOLUTION_CHARS = 3000
+OUTPUT_CHARS = 200  # of each solution cell's output, for models trusted to judge
 FEEDBACK_CHARS = 80  # each sentence of feedback
 MODEL_ANSWER_CHARS = 600  # the solution's answer to each question, in the shared part
 
@@ -42,7 +44,8 @@ class StudentPart:
     cut: list[str] = field(default_factory=list)  # "cell c1: 3400 -> 1200 chars"
 
 
-def shared_code_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criterion]) -> str:
+def shared_code_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criterion],
+                       with_outputs: bool = False) -> str:
     lines = [f"Assignment: {rubric.title} ({rubric.language}).", "", "Criteria to judge:"]
     for c in criteria:
         lines.append(f"- {c.id}: {c.title}. {c.description}".rstrip())
@@ -53,6 +56,9 @@ def shared_code_prefix(rubric: Rubric, solution: Notebook, criteria: list[Criter
         if src and used + len(src) <= SOLUTION_CHARS:
             lines.append(src)
             used += len(src)
+            out = " ".join(cell.output_text.split())[:OUTPUT_CHARS] if with_outputs else ""
+            if out:
+                lines.append(f"# output: {out}")
     lines += ["</solution>", ""]
     return "\n".join(lines)
 
@@ -123,14 +129,28 @@ def feedback_request_text(prefix: str, answers: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def code_schema(criteria: list[Criterion], cell_ids: list[str]) -> dict[str, Any]:
-    cells: dict[str, Any] = ({"type": "array", "items": {"enum": cell_ids}, "maxItems": 1}
+def code_schema(criteria: list[Criterion], cell_ids: list[str],
+                rich: bool = False) -> dict[str, Any]:
+    """Per criterion: verdict, cited cells, one issue.
+
+    ``rich`` (for models trusted to judge) adds a confidence, a line quoted from
+    the cited cell (checked against the notebook) and a suggestion; the bundled
+    tiny model gets the compact form, which keeps a notebook within its time budget.
+    """
+    cells: dict[str, Any] = ({"type": "array", "items": {"enum": cell_ids},
+                              "maxItems": 2 if rich else 1}
                              if cell_ids else {"type": "array", "maxItems": 0})
-    item = {"type": "object", "properties": {
+    props: dict[str, Any] = {
         "verdict": {"enum": ["met", "partial", "not met"]},
         "cells": cells,
         "issue": {"type": "string", "maxLength": ISSUE_CHARS},
-    }, "required": ["verdict", "cells", "issue"], "additionalProperties": False}
+    }
+    if rich:
+        props.update(confidence={"type": "number", "minimum": 0, "maximum": 1},
+                     quote={"type": "string", "maxLength": QUOTE_CHARS},
+                     suggestion={"type": "string", "maxLength": ISSUE_CHARS})
+    item = {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}
     return {"type": "object", "properties": {c.id: item for c in criteria},
             "required": [c.id for c in criteria], "additionalProperties": False}
 

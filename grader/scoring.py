@@ -117,6 +117,9 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
         verdict = str(item.get("verdict", ""))
         crit.model_notes = {"verdict": verdict, "issue": str(item.get("issue", "")),
                             "cells": ", ".join(item.get("cells", []))}
+        for key in ("confidence", "quote", "suggestion"):
+            if item.get(key) not in (None, ""):
+                crit.model_notes[key] = str(item[key])
         limit = DISAGREE.get(verdict)
         contradicts = limit is not None and (
             share >= limit if verdict == "not met" else share <= limit)

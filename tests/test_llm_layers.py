@@ -184,3 +184,40 @@ def test_unstable_samples_send_criteria_to_review(tmp_path):
     assert q1.needs_review
     assert any("unstable" in why for why in q1.review_reasons)
     assert q1.points <= next(c for c in stable.criteria if c.id == "q1-regions").max_points
+
+
+class Quoting(SeedDependent):
+    """A judge that quotes one real line and invents the others."""
+
+    def generate(self, request, on_token=None):
+        if request.role != "code":
+            return super().generate(request, on_token)
+        props = request.json_schema["properties"]
+        parsed = {}
+        for cid, spec in props.items():
+            cells = spec["properties"]["cells"]["items"]["enum"][:1]
+            quote = "pd.read_csv(" if cid == "load-data" else "total = magic()"
+            parsed[cid] = {"verdict": "met", "cells": cells, "issue": "", "confidence": 0.9,
+                           "quote": quote, "suggestion": "name the columns"}
+        m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
+                           finished_at=time.time(), method="single")
+        return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
+
+
+def test_judging_model_gets_the_rich_schema_and_invented_quotes_are_dropped(tmp_path):
+    register_backend("quoting", Quoting)
+    judge = ModelSpec(name="judge", path="/nonexistent.gguf", can_judge=True)
+    cfg = EngineConfig(routes={r: RouteConfig(r, backend="quoting", mode="single",
+                                              model="judge") for r in ("code", "feedback")},
+                       models={"judge": judge}, history_db=tmp_path / "h.db")
+    a = load_assignment(RETAIL)
+    with DisaggregatedClient(cfg) as client:
+        r = Grader(a, GradeOptions(execute=False, use_llm=True), client=client).grade(
+            GradeInput.from_path(SUBS / "complete.ipynb"))
+    out = r.layers["L3"].details["output"]
+    assert out["load-data"]["quote"] == "pd.read_csv("  # it is in the cited cell: kept
+    assert all(v["quote"] == "" for k, v in out.items() if k != "load-data")
+    assert r.layers["L3"].details["dropped_claims"] == len(out) - 1
+    load = next(c for c in r.criteria if c.id == "load-data")
+    assert load.model_notes["suggestion"] == "name the columns"
+    assert load.model_notes["confidence"] == "0.9"

@@ -29,6 +29,7 @@ from ..answers import find_answer
 from ..prompts import (
     FEEDBACK_CHARS,
     ISSUE_CHARS,
+    QUOTE_CHARS,
     SYSTEM,
     code_request_text,
     code_schema,
@@ -50,6 +51,7 @@ CODE_BUDGET_CHARS = 6000  # ~1700 tokens of student code, within SmolLM2's 4096 
 # reply is never cut off mid-string. Typical replies use a third of it.
 CODE_TOKENS_PER_CRITERION = 30 + ISSUE_CHARS
 FEEDBACK_TOKENS_PER_CRITERION = 30 + 3 * FEEDBACK_CHARS
+RICH_EXTRA_TOKENS = 20 + QUOTE_CHARS + ISSUE_CHARS  # confidence, quote, suggestion
 
 
 def _metrics_details(r: GenerationResult) -> dict[str, Any]:
@@ -78,11 +80,13 @@ class LLMLayers:
         if code_crits and part.cell_ids:  # no code of the student's own: nothing to judge
             evidence = {c.id: "; ".join(ch.message for ch in l1.checks + l2.checks
                                         if ch.criterion_id == c.id)[:80] for c in code_crits}
-            prefix = shared_code_prefix(rubric, ctx.assignment.solution, code_crits)
+            rich = self._can_judge("code")
+            prefix = shared_code_prefix(rubric, ctx.assignment.solution, code_crits, rich)
+            per_item = CODE_TOKENS_PER_CRITERION + (RICH_EXTRA_TOKENS if rich else 0)
             req = GenerationRequest.chat(
                 "code", SYSTEM, code_request_text(prefix, part, evidence),
-                json_schema=code_schema(code_crits, part.cell_ids),
-                max_tokens=CODE_TOKENS_PER_CRITERION * len(code_crits) + 40, temperature=0.0)
+                json_schema=code_schema(code_crits, part.cell_ids, rich),
+                max_tokens=per_item * len(code_crits) + 40, temperature=0.0)
             out["L3"] = (req, part)
         if written:
             answers = {}
@@ -155,6 +159,9 @@ class LLMLayers:
                 kept = [c for c in item.get("cells", []) if c in allowed]
                 dropped += len(item.get("cells", [])) - len(kept)
                 item["cells"] = kept
+                if item.get("quote") and not _quoted(item["quote"], kept, ctx):
+                    item["quote"] = ""  # a quote that is not in the cited cells is no evidence
+                    dropped += 1
             lr.details["dropped_claims"] = dropped
             if extra.cut:
                 lr.notes.append("student code cut to fit the prompt: " + "; ".join(extra.cut))
@@ -177,6 +184,16 @@ class LLMLayers:
             return self.client.generate(retry)
         except InferenceError as exc:
             return exc
+
+
+def _quoted(quote: str, cells: list[str], ctx: SubmissionContext) -> bool:
+    """Whether ``quote`` (whitespace aside) appears in one of the cited cells."""
+    want = " ".join(quote.split())
+    for cid in cells:
+        cell = ctx.submission.cell(cid)
+        if cell is not None and want and want in " ".join(cell.source.split()):
+            return True
+    return False
 
 
 def _spread(lr: LayerResult, samples: list[GenerationResult]) -> None:
