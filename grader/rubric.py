@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,10 @@ class Check:
             return dict(self.partial)
         aspects = self.compare or ("values",)
         return {a: 1.0 / len(aspects) for a in aspects}
+
+
+# Every field of a check besides its type and weight, in the order files list them.
+CHECK_FIELDS = tuple(f.name for f in fields(Check) if f.name not in ("type", "weight"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,22 +137,7 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
             f"(valid: {', '.join(allowed)})"
         )
         return None
-    known = {
-        "type",
-        "weight",
-        "names",
-        "functions",
-        "variable",
-        "compare",
-        "rtol",
-        "atol",
-        "ignore_order",
-        "partial",
-        "max_errors",
-        "question",
-        "min_words",
-        "placeholders",
-    }
+    known = {"type", "weight", *CHECK_FIELDS}
     for key in sorted(set(data) - known):
         problems.append(f"{where}: unknown field {key!r}")
     kw: dict[str, Any] = {"type": ctype}
@@ -306,20 +295,7 @@ _CHECK_DEFAULTS = Check(type="")
 
 def check_to_dict(ch: Check) -> dict[str, Any]:
     out: dict[str, Any] = {"type": ch.type}
-    for name in (
-        "names",
-        "functions",
-        "variable",
-        "compare",
-        "rtol",
-        "atol",
-        "ignore_order",
-        "partial",
-        "max_errors",
-        "question",
-        "min_words",
-        "placeholders",
-    ):
+    for name in CHECK_FIELDS:
         value = getattr(ch, name)
         if value != getattr(_CHECK_DEFAULTS, name):
             out[name] = (

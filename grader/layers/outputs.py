@@ -25,7 +25,7 @@ from ..execution import (
     sandbox_available,
 )
 from ..rubric import Check, Criterion
-from ..types import Cell, CheckResult, Evidence, Flag, LayerResult
+from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 
 # Failures of the environment, not of the student: a package the machine lacks.
@@ -140,9 +140,8 @@ class OutputLayer(Layer):
                 if check.type == "runs":
                     result.checks.append(self._runs(ctx, crit, check, None))
                 elif check.type == "output":
-                    result.checks.append(
-                        CheckResult(crit.id, "output", check.variable, 0.0, check.weight, "L2",
-                                    f"no code of the student's own computes {check.variable}"))
+                    result.checks.append(_zero(
+                        crit, check, f"no code of the student's own computes {check.variable}"))
         return result
 
     @staticmethod
@@ -214,50 +213,15 @@ class OutputLayer(Layer):
     ) -> CheckResult:
         var = check.variable
         if reason or run is None or sol is None:
-            return CheckResult(
-                crit.id,
-                "output",
-                var,
-                0.0,
-                check.weight,
-                "L2",
-                f"not checked: {reason}",
-                status="skipped",
-            )
+            return _zero(crit, check, f"not checked: {reason}", "skipped")
         expected = sol.variables.get(var)
         if expected is None or not expected.exists:
-            return CheckResult(
-                crit.id,
-                "output",
-                var,
-                0.0,
-                check.weight,
-                "L2",
-                f"the solution does not define {var}",
-                status="error",
-            )
+            return _zero(crit, check, f"the solution does not define {var}", "error")
         got = run.variables.get(var)
         if got is None or not got.exists:
-            return CheckResult(
-                crit.id,
-                "output",
-                var,
-                0.0,
-                check.weight,
-                "L2",
-                f"{var} is not defined after running the notebook",
-            )
+            return _zero(crit, check, f"{var} is not defined after running the notebook")
         if got.error:
-            return CheckResult(
-                crit.id,
-                "output",
-                var,
-                0.0,
-                check.weight,
-                "L2",
-                f"{var} could not be inspected: {got.error}",
-                status="error",
-            )
+            return _zero(crit, check, f"{var} could not be inspected: {got.error}", "error")
         aspects = compare_variables(
             got,
             expected,
@@ -296,6 +260,13 @@ class OutputLayer(Layer):
                 tuple(stale[:10]),
             )
         ]
+
+
+def _zero(crit: Criterion, check: Check, message: str,
+          status: CheckStatus = "ok") -> CheckResult:
+    """An output check that earns nothing, and why ("skipped"/"error": for review)."""
+    return CheckResult(crit.id, "output", check.variable, 0.0, check.weight, "L2", message,
+                       status=status)
 
 
 def _plain(outputs: tuple) -> str:
