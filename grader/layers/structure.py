@@ -130,29 +130,14 @@ class StructureLayer(Layer):
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
         ans = find_answer(ctx.match, check.question, placeholders)
         if not ans.located:
-            return CheckResult(
-                crit.id,
-                "answer",
-                check.question,
-                0.0,
-                check.weight,
-                "L1",
-                f"question {check.question!r} not found in the notebook",
-            )
-        if not ans.answered:
-            return CheckResult(
-                crit.id,
-                "answer",
-                check.question,
-                0.0,
-                check.weight,
-                "L1",
-                "unanswered (only template or placeholder text)",
-            )
-        score = min(1.0, ans.word_count / check.min_words)
-        msg = f"answered with {ans.word_count} words"
-        if ans.word_count < check.min_words:
-            msg += f", below the minimum of {check.min_words}"
+            score, msg = 0.0, f"question {check.question!r} not found in the notebook"
+        elif not ans.answered:
+            score, msg = 0.0, "unanswered (only template or placeholder text)"
+        else:
+            score = min(1.0, ans.word_count / check.min_words)
+            msg = f"answered with {ans.word_count} words"
+            if ans.word_count < check.min_words:
+                msg += f", below the minimum of {check.min_words}"
         return CheckResult(
             crit.id, "answer", check.question, score, check.weight, "L1", msg, ans.evidence
         )
