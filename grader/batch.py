@@ -61,6 +61,7 @@ def grade_batch(
                                          display_name=item.display_name)
             sub_id = store.add_submission(aid, item.sha256, item.name, item.student_id,
                                           item.display_name)
+            store.save_file(item.sha256, item.data)
             store.save_grade(sub_id, rv, report)
             reports[i] = report
     reused = len(items) - len(todo)
@@ -100,6 +101,7 @@ def _saving(
         sub_id = store.add_submission(
             aid, item.sha256, item.name, item.student_id, item.display_name
         )
+        store.save_file(item.sha256, item.data)  # to show it beside its grade, to regrade it
         store.save_grade(sub_id, rv, report, pending.get((item.name, item.sha256)))
         then(n, total, report)
 

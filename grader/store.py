@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .errors import StoreError
 from .serialize import report_from_json, report_to_json
+from .store_files import RubricVersionRow, StoreFilesMixin
 from .store_schema import (
     BATCH_SELECT,
     GRADE_SELECT,
@@ -39,13 +40,14 @@ from .store_schema import (
     GradeRow,
     ItemStatus,
     OverrideRow,
+    anonymous_file,
     grade_row,
     migrate,
 )
 from .types import GradeReport
 
-__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "GradeRow", "OverrideRow", "Store",
-           "apply_overrides", "migrate"]
+__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "GradeRow", "OverrideRow",
+           "RubricVersionRow", "Store", "apply_overrides", "migrate"]
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ def apply_overrides(report: GradeReport, overrides: Iterable[OverrideRow]) -> Gr
                                score=math.fsum(c.points for c in criteria))
 
 
-class Store:
+class Store(StoreFilesMixin):
     """The grade store over one SQLite file (``":memory:"`` for a throwaway one)."""
 
     def __init__(self, path: Path | str, timeout: float = 30.0) -> None:
@@ -290,7 +292,8 @@ class Store:
                 "SELECT s.student_id, s.display_name, s.pseudonym FROM grades g JOIN submissions "
                 "s ON s.id = g.submission_id WHERE g.id = ?", (grade_id,)).fetchone()
         if anonymous:
-            return dataclasses.replace(report, student_id="", display_name=pseudonym or "")
+            return dataclasses.replace(report, student_id="", display_name=pseudonym or "",
+                                       file=anonymous_file(pseudonym or "", report.file))
         return dataclasses.replace(report, student_id=sid, display_name=name)
 
     def get_grade(self, grade_id: int, anonymous: bool = False) -> GradeRow:

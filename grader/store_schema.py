@@ -103,7 +103,16 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.executemany("INSERT INTO grade_flags VALUES (?, ?)", [(grade_id, c) for c in codes])
 
 
-_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2)
+# The app's needs: submissions' bytes (to show a notebook beside its grade and to
+# regrade it), the rubric version in force per assignment (the editor saves new
+# versions without touching the assignment folder), and who saved each version.
+_V3 = _script("""CREATE TABLE submission_files (sha256 TEXT PRIMARY KEY,
+      data BLOB NOT NULL, created_at REAL NOT NULL);
+    ALTER TABLE assignments ADD COLUMN active_rubric_version_id INTEGER
+      REFERENCES rubric_versions(id);
+    ALTER TABLE rubric_versions ADD COLUMN note TEXT NOT NULL DEFAULT ''""")
+
+_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -209,7 +218,18 @@ BATCH_SELECT = """SELECT b.id, b.assignment_id, b.rubric_version_id, b.created_a
 FROM batches b LEFT JOIN batch_items i ON i.batch_id = b.id"""
 
 
+def anonymous_file(pseudonym: str, file: str) -> str:
+    """The file name shown in place of ``file`` when names are hidden: upload names
+    often carry the student's name (Canvas: ``doejane_12345_...``)."""
+    suffix = file[file.rfind("."):] if "." in file else ""
+    return (pseudonym or "student").lower().replace(" ", "_") + suffix
+
+
 def grade_row(r: tuple, anonymous: bool) -> GradeRow:
-    """A ``GradeRow`` from a ``GRADE_SELECT`` row; ``anonymous`` shows the pseudonym."""
+    """A ``GradeRow`` from a ``GRADE_SELECT`` row; ``anonymous`` shows the pseudonym, also
+    in place of the file name."""
     row = GradeRow(*r[:12], bool(r[12]), tuple(sorted(json.loads(r[13]))), *r[14:16])
-    return dataclasses.replace(row, student_id="", display_name=r[16] or "") if anonymous else row
+    if not anonymous:
+        return row
+    return dataclasses.replace(row, student_id="", display_name=r[16] or "",
+                               file=anonymous_file(r[16] or "", row.file))
