@@ -26,6 +26,7 @@ from inference import DisaggregatedClient
 from .archive import SubmissionFile
 from .assignment import Assignment
 from .errors import NotebookError, RubricError
+from .events import EventSink, GradeEvent
 from .injection import injection_flag, scan_notebook
 from .layers.base import (
     AssignmentContext,
@@ -40,7 +41,7 @@ from .layers.structure import StructureLayer
 from .notebook import load_both, load_notebook, load_notebook_node
 from .scoring import build_report, error_report
 from .template import match_template
-from .types import Flag, GradeReport
+from .types import Flag, GradeReport, LayerResult
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +79,12 @@ class Grader:
         options: GradeOptions | None = None,
         layers: Sequence[Layer] | None = None,
         client: DisaggregatedClient | None = None,
+        events: EventSink | None = None,
     ) -> None:
-        """``client``: the inference client for layers 3 and 4 (none: deterministic only)."""
+        """``client``: the inference client for layers 3 and 4 (none: deterministic only);
+        ``events``: a thread-safe sink for live progress (see grader.events)."""
         self.assignment = assignment
+        self.events = events
         self.options = options or GradeOptions()
         self.layers = list(layers) if layers is not None else default_layers()
         self.llm = LLMLayers(client) if client is not None and self.options.use_llm else None
@@ -100,7 +104,32 @@ class Grader:
     def placeholders(self) -> tuple[str, ...]:
         return self.assignment.rubric.all_placeholders
 
+    def _emit(self, ev: GradeEvent) -> None:
+        if self.events is not None:
+            try:
+                self.events(ev)
+            except Exception:  # a broken progress view must not cost a grade
+                log.exception("progress sink failed on %s", ev.kind)
+
     def grade(self, item: GradeInput) -> GradeReport:
+        self._emit(GradeEvent(item.name, "start"))
+        report = self._grade(item)
+        self._emit(GradeEvent(item.name, "done", report=report))
+        return report
+
+    def _run_layer(self, layer: Layer, ctx: SubmissionContext, name: str) -> LayerResult:
+        result = run_layer(layer, ctx)
+        self._emit_layer(name, result)
+        return result
+
+    def _emit_layer(self, name: str, result: LayerResult) -> None:
+        ok = [c for c in result.checks if c.status == "ok"]
+        text = result.error or (f"{len(ok)} of {len(result.checks)} checks evaluated"
+                                if result.checks else "; ".join(result.notes[:1]))
+        self._emit(GradeEvent(name, "layer", result.layer, text, result.seconds,
+                              bool(result.error)))
+
+    def _grade(self, item: GradeInput) -> GradeReport:
         rubric = self.assignment.rubric
         try:
             nb, raw = load_both(item.data, item.name)
@@ -130,7 +159,7 @@ class Grader:
             self.context.template, nb, self.placeholders, self.context.solution
         )
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
-        layers = {layer.name: run_layer(layer, ctx) for layer in self.layers}
+        layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
         own = {o.cell.id for o in match.origins if o.is_students}
         hits = scan_notebook(nb, own)
         flag = injection_flag(hits)
@@ -140,7 +169,14 @@ class Grader:
             # Text aimed at the grader is flagged for the instructor and left out of
             # what the models read.
             excluded = {(h.cell_id, h.line) for h in hits if h.line is not None}
-            layers.update(self.llm.run(ctx, layers["L1"], layers["L2"], excluded))
+            def tokens(layer: str, piece: str) -> None:
+                self._emit(GradeEvent(item.name, "tokens", layer, piece))
+
+            llm = self.llm.run(ctx, layers["L1"], layers["L2"], excluded,
+                               tokens if self.events is not None else None)
+            for result in llm.values():
+                self._emit_layer(item.name, result)
+            layers.update(llm)
         report = build_report(
             rubric,
             item.name,

@@ -55,6 +55,14 @@ class StoreFilesMixin:
             row = c.execute("SELECT id FROM assignments WHERE name = ?", (name,)).fetchone()
         return None if row is None else int(row[0])
 
+    def assignment_name(self: _Tx, assignment_id: int) -> str:
+        with self._tx(f"find assignment {assignment_id}", write=False) as c:
+            row = c.execute("SELECT name FROM assignments WHERE id = ?",
+                            (assignment_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no assignment {assignment_id}")
+        return str(row[0])
+
     def set_active_rubric(self: _Tx, assignment_id: int, rubric_version_id: int,
                           note: str = "") -> None:
         """Put a stored rubric version in force for its assignment (``note``: why)."""

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from inference import (
@@ -106,7 +107,9 @@ class LLMLayers:
         return out
 
     def run(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
-            excluded: set[tuple[str, int]]) -> dict[str, LayerResult]:
+            excluded: set[tuple[str, int]],
+            on_token: Callable[[str, str], None] | None = None) -> dict[str, LayerResult]:
+        """``on_token(layer, piece)`` sees the greedy requests' text as it is decoded."""
         t0 = time.perf_counter()
         try:
             reqs = self.requests(ctx, l1, l2, excluded)
@@ -120,7 +123,12 @@ class LLMLayers:
         # are drawn at a temperature, only to measure how stable the judgement is.
         extra_reqs = [dataclasses.replace(reqs[n][0], temperature=SAMPLE_TEMPERATURE, seed=s)
                       for n in names for s in range(1, k)]
+        def tokens(i: int, piece: str) -> None:
+            if on_token is not None and i < len(names):
+                on_token(names[i], piece)
+
         results = self.client.generate_many([reqs[n][0] for n in names] + extra_reqs,
+                                             tokens if on_token is not None else None,
                                              return_exceptions=True)
         wall = time.perf_counter() - t0
         out: dict[str, LayerResult] = {}

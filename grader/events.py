@@ -1,0 +1,51 @@
+"""Progress events of a grade, for live views (the app's Grade page).
+
+The pipeline reports each submission's start, each layer's end, the models'
+tokens as they are decoded, and the finished report. Sinks may be called from
+several threads at once (layers 3 and 4 run in parallel): a sink must be
+thread-safe, e.g. ``queue.Queue.put``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from .types import GradeReport
+
+EventKind = Literal["start", "layer", "tokens", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class GradeEvent:
+    file: str
+    kind: EventKind
+    layer: str = ""  # "L1" .. "L4" for layer and tokens events
+    text: str = ""  # a layer's outcome, or the decoded piece of a tokens event
+    seconds: float = 0.0  # how long the layer took
+    error: bool = False  # the layer crashed (its criteria go to review)
+    report: GradeReport | None = None  # with "done"
+
+
+EventSink = Callable[[GradeEvent], None]
+
+LAYER_NAMES = {"L1": "structure", "L2": "execution", "L3": "code analysis (model)",
+               "L4": "written feedback (model)"}
+
+
+def describe(ev: GradeEvent) -> str:
+    """One line for a progress log."""
+    if ev.kind == "start":
+        return f"{ev.file}: started"
+    if ev.kind == "layer":
+        what = LAYER_NAMES.get(ev.layer, ev.layer)
+        state = f"failed: {ev.text}" if ev.error else (ev.text or "done")
+        return f"{ev.file}: {ev.layer} {what} {state} ({ev.seconds:.1f} s)"
+    if ev.kind == "done" and ev.report is not None:
+        r = ev.report
+        if r.status == "error":
+            return f"{ev.file}: not graded: {r.error}"
+        review = f", {len(r.needs_review)} criteria to review" if r.needs_review else ""
+        return f"{ev.file}: {r.score:g} / {r.max_score:g}{review}"
+    return f"{ev.file}: {ev.kind}"

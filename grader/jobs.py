@@ -1,0 +1,117 @@
+"""A grading job in the background, followed live by a page.
+
+The Grade page hands over the uploaded files and gets a ``GradeJob``: the job
+expands the uploads (ZIPs, notebooks; a bad file becomes a problem that names
+it, and the others go on), grades them in a worker thread through
+``grade_batch`` with the store (each report is saved as soon as it is made),
+and folds the pipeline's progress events into a ``ProgressBoard`` that the
+page draws from snapshots (``wait`` returns when the board changed). If the
+page goes away (the browser tab is closed, the user clicks elsewhere), the job
+still finishes and every grade is in the store: nothing done is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from inference import DisaggregatedClient
+
+from .archive import InputProblem, expand_uploads
+from .batch import grade_batch
+from .layers.base import GradeOptions
+from .pipeline import GradeInput, Grader
+from .progress import BoardSnapshot, ProgressBoard
+from .store import Store
+from .types import GradeReport
+from .workspace import Upload, Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class JobResult:
+    assignment: str
+    reports: list[GradeReport] = field(default_factory=list)
+    grade_ids: list[int] = field(default_factory=list)  # one per report, same order
+    problems: list[InputProblem] = field(default_factory=list)  # files not graded, and why
+    batch_id: int | None = None
+    reused: int = 0
+    error: str = ""  # the job itself failed (the assignment could not be loaded, ...)
+    seconds: float = 0.0
+
+    def stored(self, store: Store, anonymous: bool = False) -> list[tuple[int, GradeReport]]:
+        """The job's grades as stored now: with overrides, and pseudonyms when asked."""
+        return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids if gid > 0]
+
+
+class GradeJob:
+    def __init__(self, workspace: Workspace, assignment: str, uploads: Sequence[Upload],
+                 options: GradeOptions, client: DisaggregatedClient | None,
+                 workers: int = 1, regrade: bool = False) -> None:
+        self.workspace = workspace
+        self.assignment = assignment
+        self.uploads = list(uploads)
+        self.options = options
+        self.client = client if options.use_llm else None
+        self.workers = workers
+        self.regrade = regrade
+        self.total = 0  # notebooks to grade, known once the uploads are expanded
+        self.result = JobResult(assignment)
+        self.board = ProgressBoard()
+        self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
+
+    def start(self) -> GradeJob:
+        self._thread.start()
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return self._thread.ident is not None and not self._thread.is_alive()
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            files, problems = expand_uploads([(u.name, u.data) for u in self.uploads])
+            self.result.problems = problems
+            items = [GradeInput.from_submission(f) for f in files]
+            self.total = len(items)
+            self.board.set_total(len(items))
+            assignment = self.workspace.load(self.assignment)
+            grader = Grader(assignment, self.options, client=self.client,
+                            events=self.board.apply)
+            store = self.workspace.store
+            batch = grade_batch(grader, items, store, self.workers, regrade=self.regrade)
+            aid = self.workspace.assignment_id(self.assignment)
+            version = assignment.rubric.version
+            ids = []
+            for item in items:
+                row = store.find_grade(aid, item.sha256, version, item.student_id)
+                ids.append(row.id if row is not None else -1)
+            self.result.reports, self.result.grade_ids = batch.reports, ids
+            self.result.batch_id, self.result.reused = batch.batch_id, batch.reused
+        except Exception as exc:  # shown on the page; grades already saved stay saved
+            log.exception("grading job for %s failed", self.assignment)
+            self.result.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.result.seconds = time.perf_counter() - t0
+
+    def wait(self, since_version: int, timeout: float = 0.25) -> BoardSnapshot:
+        """The board once it changed after ``since_version``, the job ended, or the
+        timeout passed (a page's redraw loop)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = self.board.snapshot()
+            if snap.version != since_version or self.finished or time.monotonic() > deadline:
+                return snap
+            time.sleep(0.02)
+
+
+def start_grading(workspace: Workspace, assignment: str, uploads: Sequence[Upload],
+                  options: GradeOptions, client: DisaggregatedClient | None,
+                  workers: int = 1, regrade: bool = False) -> GradeJob:
+    """Start grading ``uploads`` (notebooks and ZIPs) for ``assignment`` in the background."""
+    return GradeJob(workspace, assignment, uploads, options, client, workers, regrade).start()

@@ -1,0 +1,222 @@
+"""Rows and files made from reports, for the app's Grade and Review pages.
+
+Presentation only, no Streamlit: plain rows with units in the column names, a
+diff of two reports, the notebook as cells labelled by who wrote them, and the
+download files. Model-written text is always labelled as such; numbers come
+from the reports (points) and the engine's measurements (tok/s, TTFT).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .archive import InputProblem
+from .export import canvas_csv, feedback_html, json_export, plain_csv
+from .notebook import load_notebook
+from .template import match_template
+from .types import GradeReport, Notebook
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _name(r: GradeReport) -> str:
+    return r.display_name or r.student_id or r.file
+
+
+def _pct(r: GradeReport) -> float | None:
+    return None if r.score is None or not r.max_score else round(100 * r.score / r.max_score, 1)
+
+
+def result_rows(graded: Sequence[tuple[int, GradeReport]],
+                problems: Sequence[InputProblem] = ()) -> list[dict[str, Any]]:
+    """One row per report (grade id, student, score, points per criterion, flags, review),
+    then one per file that could not be read at all."""
+    rows = []
+    for grade_id, r in graded:
+        row: dict[str, Any] = {
+            "grade": grade_id, "student": _name(r), "file": r.file,
+            "score": r.score, "max": r.max_score, "%": _pct(r),
+        }
+        row.update({f"{c.id} (/{c.max_points:g})": c.points for c in r.criteria})
+        row.update({
+            "needs review": ", ".join(r.needs_review) if r.status == "graded" else "all",
+            "flags": ", ".join(dict.fromkeys(f.code for f in r.flags)),
+            "status": r.status if r.status == "graded" else f"error: {r.error}",
+        })
+        rows.append(row)
+    for p in problems:
+        rows.append({"grade": None, "student": "", "file": p.file, "score": None,
+                     "max": None, "%": None, "needs review": "", "flags": "",
+                     "status": f"not read: {p.reason}"})
+    return rows
+
+
+def criterion_rows(r: GradeReport) -> list[dict[str, Any]]:
+    return [{
+        "criterion": c.id, "title": c.title, "kind": c.kind, "points": c.points,
+        "max": c.max_points, "needs review": c.needs_review,
+        "why review": "; ".join(c.review_reasons),
+        "checks": "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in c.checks),
+    } for c in r.criteria]
+
+
+def evidence_rows(r: GradeReport, criterion_id: str) -> list[dict[str, Any]]:
+    """What each check of a criterion found, and where (cell, line)."""
+    crit = next((c for c in r.criteria if c.id == criterion_id), None)
+    if crit is None:
+        return []
+    rows = []
+    for ch in crit.checks:
+        for e in ch.evidence or (None,):
+            rows.append({
+                "layer": ch.layer, "check": ch.check, "target": ch.target,
+                "share": round(ch.score, 3), "weight": ch.weight, "status": ch.status,
+                "message": ch.message, "cell": e.cell_id if e else None,
+                "line": e.line if e else None, "seen": e.text if e else "",
+            })
+    return rows
+
+
+def model_rows(r: GradeReport) -> list[dict[str, Any]]:
+    """What the models said per criterion (L3 for code, L4 for written answers)."""
+    rows = []
+    for c in r.criteria:
+        n = c.model_notes
+        if not n:
+            continue
+        if c.kind == "code":
+            said = n.get("issue", "")
+            if n.get("suggestion"):
+                said += f" (suggestion: {n['suggestion']})"
+            rows.append({"criterion": c.id, "layer": "L3", "verdict": n.get("verdict", ""),
+                         "model wrote": said, "quote": n.get("quote", ""),
+                         "confidence": n.get("confidence", "")})
+        else:
+            said = "; ".join(f"{k.replace('_', ' ')}: {n[k]}"
+                             for k in ("strength", "improve", "next_step") if n.get(k))
+            rows.append({"criterion": c.id, "layer": "L4", "verdict": n.get("score", ""),
+                         "model wrote": said, "quote": "", "confidence": ""})
+    return rows
+
+
+def request_rows(r: GradeReport) -> list[dict[str, Any]]:
+    """The measured requests behind layers 3 and 4: speeds, TTFT, route, KV moved."""
+    rows = []
+    for name in ("L3", "L4"):
+        lr = r.layers.get(name)
+        if lr is None:
+            continue
+        d = lr.details
+        rows.append({
+            "layer": name, "route": d.get("route", ""), "method": d.get("method", ""),
+            "prompt tokens": d.get("prompt_tokens"), "cached tokens": d.get("cached_tokens"),
+            "prefill tok/s": d.get("prefill_tps"), "decode tokens": d.get("decode_tokens"),
+            "decode tok/s": d.get("decode_tps"), "TTFT (s)": d.get("ttft_s"),
+            "total (s)": d.get("total_s"),
+            "KV moved (MB)": None if d.get("kv_bytes") is None else round(d["kv_bytes"] / 1e6,
+                                                                            2),
+            "parallel efficiency": d.get("parallel_efficiency"),
+            "advisory": d.get("advisory"), "error": lr.error,
+        })
+    return rows
+
+
+def layer_rows(r: GradeReport) -> list[dict[str, Any]]:
+    return [{"layer": name, "seconds": round(lr.seconds, 2), "checks": len(lr.checks),
+             "flags": len(lr.flags), "notes": "; ".join(lr.notes), "error": lr.error}
+            for name, lr in r.layers.items()]
+
+
+def diff_rows(old: GradeReport, new: GradeReport) -> list[dict[str, Any]]:
+    """Criterion by criterion, what a regrade changed (criteria in either report), then
+    the total. Unchanged criteria are listed too, with a delta of 0."""
+    before = {c.id: c for c in old.criteria}
+    after = {c.id: c for c in new.criteria}
+    rows = []
+    for cid in dict.fromkeys([*before, *after]):
+        a, b = before.get(cid), after.get(cid)
+        pa = None if a is None else a.points
+        pb = None if b is None else b.points
+        rows.append({"criterion": cid, "before": pa, "after": pb,
+                     "change": None if pa is None or pb is None else round(pb - pa, 4),
+                     "review before": bool(a and a.needs_review),
+                     "review after": bool(b and b.needs_review)})
+    delta = (None if old.score is None or new.score is None
+             else round(new.score - old.score, 4))
+    rows.append({"criterion": "total", "before": old.score, "after": new.score,
+                 "change": delta, "review before": bool(old.needs_review),
+                 "review after": bool(new.needs_review)})
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class CellView:
+    index: int
+    kind: str  # code | markdown | raw
+    source: str
+    outputs: str  # the outputs as plain text
+    origin: str  # "student", "modified" (template cell the student changed), "template"
+    has_error: bool
+
+
+def notebook_cells(data: bytes, name: str, template: Notebook | None = None,
+                   placeholders: Sequence[str] = ()) -> list[CellView]:
+    """A submission's cells for display, each labelled by who wrote it (against the
+    template when given). Raises NotebookError naming the file when unreadable."""
+    nb = load_notebook(data, name)
+    origins: dict[str, str] = {}
+    if template is not None:
+        match = match_template(template, nb, tuple(placeholders))
+        origins = {o.cell.id: o.status for o in match.origins}
+    return [CellView(c.index, c.kind, c.source, c.output_text,
+                     origins.get(c.id, "student"), c.has_error) for c in nb.cells]
+
+
+def safe_stem(text: str) -> str:
+    return _SAFE.sub("_", text).strip("_") or "submission"
+
+
+def feedback_zip(reports: Sequence[GradeReport], title: str) -> bytes:
+    """Per-student feedback pages (HTML) in one ZIP, one file per report."""
+    buf = io.BytesIO()
+    used: set[str] = set()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for r in reports:
+            stem = safe_stem(_name(r))
+            while stem in used:
+                stem += "_"
+            used.add(stem)
+            z.writestr(f"feedback/{stem}.html", feedback_html(r, title))
+    return buf.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    label: str
+    file_name: str
+    data: bytes
+    mime: str
+
+
+def downloads(reports: Sequence[GradeReport], title: str, stem: str) -> list[Download]:
+    """The files of the download buttons: Canvas CSV, full CSV, JSON, feedback ZIP."""
+    stem = safe_stem(stem)
+    return [
+        Download("Canvas CSV", f"{stem}-canvas.csv", canvas_csv(reports, title).encode(),
+                 "text/csv"),
+        Download("Grades CSV", f"{stem}-grades.csv", plain_csv(reports).encode(), "text/csv"),
+        Download("JSON", f"{stem}-grades.json", json_export(reports).encode(),
+                 "application/json"),
+        Download("Feedback (ZIP of HTML)", f"{stem}-feedback.zip", feedback_zip(reports, title),
+                 "application/zip"),
+    ]
+
+
+__all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
+           "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
+           "notebook_cells", "request_rows", "result_rows"]

@@ -1,0 +1,188 @@
+"""Grading jobs, their live board, and the rows and files the pages show."""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.events import GradeEvent, describe
+from grader.jobs import start_grading
+from grader.layers.base import GradeOptions, Layer, SubmissionContext
+from grader.pipeline import GradeInput, Grader
+from grader.progress import STREAM_CHARS, ProgressBoard
+from grader.report_views import diff_rows, downloads, notebook_cells, result_rows
+from grader.review import ReviewFilter, find_grades, regrade, submission_cells
+from grader.store import Store
+from grader.types import LayerResult
+from grader.workspace import Upload, Workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBS = ROOT / "examples" / "retail-sales" / "submissions"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    store = Store(tmp_path / "grader.db")
+    yield Workspace(store, tmp_path / "assignments")
+    store.close()
+
+
+def _up(kind: str, name: str | None = None) -> Upload:
+    return Upload(name or f"{kind}.ipynb", (SUBS / f"{kind}.ipynb").read_bytes())
+
+
+def test_board_folds_events_from_many_threads():
+    board = ProgressBoard()
+    board.set_total(2)
+
+    def notebook(name: str) -> None:
+        board.apply(GradeEvent(name, "start"))
+        for _ in range(500):
+            board.apply(GradeEvent(name, "tokens", "L3", "ab"))
+        board.apply(GradeEvent(name, "layer", "L1", "8 of 8", 0.5))
+        board.apply(GradeEvent(name, "layer", "L3", "BackendError: down", 1.0, error=True))
+
+    threads = [threading.Thread(target=notebook, args=(n,)) for n in ("a.ipynb", "b.ipynb")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    snap = board.snapshot()
+    assert snap.total == 2
+    assert snap.done == 0
+    assert snap.fraction == 0.0
+    rows = {r["notebook"]: r for r in snap.rows()}
+    assert rows["a.ipynb"]["L1"] == "0.5 s"
+    assert rows["b.ipynb"]["L3"] == "failed: BackendError: down"
+    nb = snap.current()
+    assert nb is not None
+    assert nb.tokens["L3"] == 500
+    assert len(nb.streams["L3"]) == STREAM_CHARS  # only the tail is kept
+    assert all("tokens" not in line for line in snap.log)  # tokens are not log lines
+    assert board.snapshot().version == snap.version  # no change, same version
+
+
+def test_job_grades_good_files_names_bad_ones_and_saves_everything(ws: Workspace):
+    ups = [_up("complete", "student042.ipynb"), _up("template_only", "student043.ipynb"),
+           Upload("student044.ipynb", b"{"), Upload("notes.txt", b"hello")]
+    job = start_grading(ws, "retail-sales", ups, GradeOptions(), None)
+    version, seen = -1, []
+    while not job.finished:
+        snap = job.wait(version, timeout=1)
+        version = snap.version
+        seen.append(snap.done)
+    r = job.result
+    assert r.error == ""
+    assert len(r.reports) == 2
+    assert all(g > 0 for g in r.grade_ids)
+    assert {p.file: p.reason.split(":")[0] for p in r.problems} == {
+        "student044.ipynb": "not JSON", "notes.txt": "not a notebook (.ipynb) or a ZIP"}
+    assert seen == sorted(seen)  # progress never goes back
+    final = job.board.snapshot()
+    assert final.done == final.total == 2
+    assert [line for line in final.log if "L2" in line and "student042" in line]
+    stored = dict(r.stored(ws.store))
+    assert [rep.score for rep in stored.values()] == [20.0, 0.0]
+    rows = result_rows(r.stored(ws.store), r.problems)
+    assert [row["status"].split(":")[0] for row in rows] == ["graded", "graded", "not read",
+                                                              "not read"]
+    # the same files again: already graded under this rubric, reused not regraded
+    again = start_grading(ws, "retail-sales", ups[:2], GradeOptions(), None)
+    while not again.finished:
+        again.wait(-1, timeout=1)
+    assert again.result.reused == 2
+    assert again.result.grade_ids == r.grade_ids
+
+
+def test_a_broken_assignment_is_a_job_error_not_a_crash(ws: Workspace):
+    job = start_grading(ws, "no-such-assignment", [_up("complete")], GradeOptions(), None)
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    assert "no-such-assignment" in job.result.error
+    assert job.result.reports == []
+
+
+class _Boom(Layer):
+    name = "L2"
+
+    def run(self, ctx: SubmissionContext) -> LayerResult:
+        raise RuntimeError("kernel died")
+
+
+def test_pipeline_reports_each_layer_and_a_crash(ws: Workspace):
+    events: list[GradeEvent] = []
+    a = ws.load("retail-sales")
+    from grader.layers.structure import StructureLayer
+
+    grader = Grader(a, GradeOptions(), layers=[StructureLayer(), _Boom()], events=events.append)
+    report = grader.grade(GradeInput.from_path(SUBS / "complete.ipynb"))
+    kinds = [(e.kind, e.layer) for e in events]
+    assert kinds == [("start", ""), ("layer", "L1"), ("layer", "L2"), ("done", "")]
+    assert events[2].error
+    assert "kernel died" in events[2].text
+    assert events[-1].report is report
+    assert "failed: RuntimeError: kernel died" in describe(events[2])
+
+
+def test_downloads_hold_canvas_csv_json_and_a_feedback_page_each(ws: Workspace):
+    job = start_grading(ws, "retail-sales", [_up("complete", "student042.ipynb"),
+                                            _up("partial", "student043.ipynb")],
+                        GradeOptions(execute=False), None)
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    reports = [rep for _, rep in job.result.stored(ws.store, anonymous=True)]
+    files = {d.label: d for d in downloads(reports, "Retail sales", "retail sales")}
+    canvas = list(csv.reader(io.StringIO(files["Canvas CSV"].data.decode())))
+    assert [row[0] for row in canvas[2:]] == ["Student 001", "Student 002"]
+    assert files["Canvas CSV"].file_name == "retail_sales-canvas.csv"
+    with zipfile.ZipFile(io.BytesIO(files["Feedback (ZIP of HTML)"].data)) as z:
+        names = z.namelist()
+        assert names == ["feedback/Student_001.html", "feedback/Student_002.html"]
+        assert b"student04" not in b"".join(z.read(n) for n in names)
+
+
+def test_notebook_cells_are_labelled_against_the_template(ws: Workspace):
+    from grader.notebook import load_notebook
+
+    a = ws.load("retail-sales")
+    cells = notebook_cells((SUBS / "partial.ipynb").read_bytes(), "partial.ipynb",
+                           load_notebook(a.template), a.rubric.all_placeholders)
+    origins = {c.origin for c in cells}
+    assert "template" in origins
+    assert origins & {"student", "modified"}
+    untouched = notebook_cells((SUBS / "template_only.ipynb").read_bytes(), "t.ipynb",
+                               load_notebook(a.template), a.rubric.all_placeholders)
+    assert all(c.origin == "template" for c in untouched if c.kind == "code")
+
+
+def test_review_filters_regrade_diff_and_redaction(ws: Workspace):
+    a = ws.load("retail-sales")
+    named = _up("complete").data.replace(b"import pandas as pd",
+                                         b"import pandas as pd  # by student042")
+    job = start_grading(ws, a.name, [Upload("student042.ipynb", named),
+                                     _up("hardcoded", "student043.ipynb")], GradeOptions(), None)
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    aid = ws.assignment_id(a.name)
+    flagged = find_grades(ws.store, aid, ReviewFilter(flags=("hardcoded_output",)))
+    assert [g.student_id for g in flagged] == ["student043"]
+    assert [g.student_id for g in find_grades(ws.store, aid, ReviewFilter(min_score=19))] == [
+        "student042"]
+    with pytest.raises(ValueError, match="review filter 'maybe'"):
+        find_grades(ws.store, aid, ReviewFilter(review="maybe"))
+    gid = job.result.grade_ids[0]
+    text = " ".join(c.source for c in submission_cells(ws.store, ws, gid, anonymous=True))
+    assert "student042" not in text
+    assert "Student 001" in text
+    assert "student042" in " ".join(c.source for c in submission_cells(ws.store, ws, gid))
+    ws.store.override(gid, "load-data", 0.0, "checked by hand", "instructor-a")
+    done = regrade(ws.store, ws, gid, GradeOptions())
+    rows = {r["criterion"]: r for r in diff_rows(done.before, done.after)}
+    assert done.grade_id == gid  # same rubric: the grade is replaced, overrides kept
+    assert rows["total"]["before"] == rows["total"]["after"] == 18.0
+    assert rows["load-data"]["change"] == 0
