@@ -5,5 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 st.set_page_config(page_title="Notebook grader", layout="wide")
-page = st.navigation([st.Page("pages/engine.py", title="Engine", icon=":material/memory:")])
+page = st.navigation([
+    st.Page("pages/grade.py", title="Grade", icon=":material/grading:", default=True),
+    st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:"),
+    st.Page("pages/rubrics.py", title="Rubrics", icon=":material/checklist:"),
+    st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
+])
 page.run()

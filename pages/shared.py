@@ -1,4 +1,9 @@
-"""Resources every page shares, built once per process (st.cache_resource)."""
+"""Resources every page shares, built once per process (st.cache_resource), and the
+sidebar every page shows (model warm-up status, the anonymisation switch).
+
+Session-state keys: each page prefixes its own with its name (``grade_``,
+``dash_``, ``rubrics_``, ``review_``); the shared one is ``anonymise``.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,56 @@ import logging
 
 import streamlit as st
 
+from grader.store import Store
+from grader.workspace import Workspace
 from inference import DisaggregatedClient, load_config
+from inference.config import data_dir
+from inference.warmup import Warmup
 
 
-@st.cache_resource(show_spinner="Starting the inference engine...")
+@st.cache_resource(show_spinner="Starting the inference engine...",
+                   on_release=DisaggregatedClient.close)
 def get_client() -> DisaggregatedClient:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return DisaggregatedClient(load_config())
+
+
+@st.cache_resource(show_spinner=False, on_release=Store.close)
+def get_store() -> Store:
+    """The grade store: the same SQLite file that holds the request history."""
+    return Store(get_client().config.history_db or data_dir() / "grader.db")
+
+
+@st.cache_resource(show_spinner=False)
+def get_workspace() -> Workspace:
+    return Workspace(get_store())
+
+
+@st.cache_resource(show_spinner=False)
+def get_warmup() -> Warmup:
+    return Warmup(get_client()).start()
+
+
+def anonymous() -> bool:
+    """Whether names are hidden (the sidebar switch): pages pass it to every listing,
+    report and export."""
+    return bool(st.session_state.get("anonymise", False))
+
+
+def _keep_anonymise() -> None:
+    st.session_state["anonymise"] = st.session_state["_anonymise_switch"]
+
+
+def sidebar() -> None:
+    """The sidebar of every page; each page calls it first. (Elements that app.py itself
+    writes before ``page.run()`` vanish from AppTest's tree on reruns, so the pages draw
+    it.) The switch's value lives under ``anonymise``, not under the widget's key,
+    so it survives page changes."""
+    warm = get_warmup()
+    with st.sidebar:
+        st.toggle("Hide student names", key="_anonymise_switch", value=anonymous(),
+                  on_change=_keep_anonymise,
+                  help="Pseudonyms (Student 001, ...) replace names, ids and file names "
+                       "on every page and in every export.")
+        st.caption(warm.summary())

@@ -64,3 +64,32 @@ def prompt_of(client: DisaggregatedClient, role: str, n_tokens: int, system: str
             return text
         i += 1
         body += FILLER.format(i=i)
+
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+@pytest.fixture
+def app_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh data folder for the app (store, created assignments) and fresh shared
+    resources: the cached client and store are released (closed) afterwards."""
+    import streamlit as st
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("GRADER_DATA_DIR", str(data))
+    monkeypatch.delenv("GRADER_CONFIG", raising=False)
+    st.cache_resource.clear()
+    yield data
+    st.cache_resource.clear()
+
+
+def open_app(page: str | None = None, timeout: float = 180):
+    """The app in Streamlit's AppTest, run once, on ``page`` (e.g. "pages/review.py")."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    return at

@@ -1,0 +1,146 @@
+"""Grade: pick or create an assignment, upload notebooks or a ZIP, grade live, see results."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from grader.errors import GraderError, RubricError
+from grader.jobs import GradeJob, start_grading
+from grader.layers.base import GradeOptions
+from grader.report_views import result_rows
+from grader.workspace import Upload
+from pages.components import download_buttons, report_detail
+from pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
+
+sidebar()
+workspace, store = get_workspace(), get_store()
+st.title("Grade")
+st.caption("New here? Keep the *retail-sales* example, pick a sample submission below and "
+           "press **Grade**: the bundled models run on this machine.")
+
+
+def _uploads(files) -> list[Upload]:
+    return [Upload(f.name, f.getvalue()) for f in files or []]
+
+
+def _one(f) -> Upload | None:
+    return None if f is None else Upload(f.name, f.getvalue())
+
+
+# -- the assignment ------------------------------------------------------------------
+entries = workspace.entries()
+for e in entries:
+    if e.problem:
+        st.warning(f"Assignment folder {e.root} cannot be used: {e.problem}")
+usable = [e for e in entries if not e.problem]
+with st.expander("Create an assignment from files", expanded=not usable):
+    with st.form("grade_new_assignment", clear_on_submit=False):
+        title = st.text_input("Title", key="grade_new_title")
+        c1, c2, c3 = st.columns(3)
+        template = c1.file_uploader("Template notebook", type=["ipynb"], key="grade_new_template")
+        solution = c2.file_uploader("Solution notebook", type=["ipynb"], key="grade_new_solution")
+        rubric = c3.file_uploader("Rubric (JSON; old-format rubrics are imported)",
+                                  type=["json"], key="grade_new_rubric")
+        data = st.file_uploader("Data files the notebooks read", accept_multiple_files=True,
+                                key="grade_new_data")
+        create = st.form_submit_button("Create assignment")
+    if create:
+        try:
+            made, parsed = workspace.create(title, _one(template), _one(solution), _one(rubric),
+                                            _uploads(data))
+        except RubricError as exc:
+            st.error(f"Cannot create the assignment ({exc.file}):\n\n"
+                     + "\n".join(f"- {p}" for p in exc.problems))
+        except GraderError as exc:
+            st.error(f"Cannot create the assignment: {exc}")
+        else:
+            st.session_state["grade_assignment"] = made.name
+            st.success(f"Created {made.name} ({made.language}, {len(made.rubric.criteria)} "
+                       f"criteria)." + (f" Imported an old-format rubric; not carried over: "
+                                        f"{'; '.join(parsed.dropped)}" if parsed.imported
+                                        else ""))
+            usable = [e for e in workspace.entries() if not e.problem]
+
+if not usable:
+    st.info("No assignment yet: create one above.")
+    st.stop()
+names = [e.name for e in usable]
+if st.session_state.get("grade_assignment") not in names:
+    st.session_state["grade_assignment"] = names[0]
+labels = {e.name: f"{e.title} ({e.name}, {e.language}{', example' if e.bundled else ''})"
+          for e in usable}
+name = st.selectbox("Assignment", names, format_func=labels.__getitem__, key="grade_assignment")
+try:
+    assignment = workspace.load(name)
+except GraderError as exc:
+    st.error(f"Assignment {name} cannot be loaded: {exc}")
+    st.stop()
+st.caption(f"Rubric {assignment.rubric.version}: {len(assignment.rubric.criteria)} criteria, "
+           f"{assignment.rubric.total_points:g} points (edit it on the Rubrics page).")
+
+# -- what to grade -------------------------------------------------------------------
+files = st.file_uploader("Student notebooks (.ipynb) or ZIPs (Canvas, GitHub Classroom, a "
+                         "zipped folder)", type=["ipynb", "zip"], accept_multiple_files=True,
+                         key="grade_files")
+samples = {p.name: p for p in workspace.example_submissions(name)}
+chosen = st.multiselect("Or the example's sample submissions", list(samples),
+                        key="grade_samples") if samples else []
+with st.expander("Options"):
+    o1, o2, o3, o4 = st.columns(4)
+    execute = o1.checkbox("Run the notebooks (L2, sandboxed)", True, key="grade_execute")
+    use_llm = o2.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
+    regrade = o3.checkbox("Regrade files graded before", False, key="grade_regrade")
+    workers = o4.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
+
+if st.button("Grade", type="primary", key="grade_run"):
+    uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
+    if not uploads:
+        st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
+    else:
+        st.session_state["grade_job"] = start_grading(
+            workspace, name, uploads, GradeOptions(execute=execute, use_llm=use_llm),
+            get_client() if use_llm else None, int(workers), regrade)
+
+# -- live progress -------------------------------------------------------------------
+job: GradeJob | None = st.session_state.get("grade_job")
+if job is not None and not job.finished:
+    with st.status(f"Grading for {job.assignment}...", expanded=True) as status:
+        bar = st.progress(0.0)
+        table, stream = st.empty(), st.empty()
+        version = -1
+        while True:
+            snap = job.wait(version)
+            version = snap.version
+            bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
+            table.dataframe(snap.rows(), hide_index=True, width="stretch")
+            now = snap.current()
+            if now is not None and now.streams:
+                stream.code("\n\n".join(f"[{layer}] ...{text}" for layer, text
+                                        in sorted(now.streams.items())), language="json")
+            if job.finished:
+                break
+        stream.empty()
+        status.update(label=f"Graded {snap.done} of {snap.total} notebooks in "
+                            f"{job.result.seconds:.0f} s", state="complete", expanded=False)
+
+# -- results -------------------------------------------------------------------------
+if job is not None and job.finished:
+    result = job.result
+    if result.error:
+        st.error(f"Grading stopped: {result.error}. Grades finished before this are saved; "
+                 "see the Review page.")
+    for p in result.problems:
+        st.error(f"{p.file}: not graded: {p.reason}")
+    graded = result.stored(store, anonymous())
+    if graded or result.problems:
+        st.subheader(f"Results: {job.assignment}")
+        if result.reused:
+            st.caption(f"{result.reused} already graded with this rubric: the stored grades "
+                       "are shown (tick 'Regrade' to grade them again).")
+        st.dataframe(result_rows(graded, result.problems), hide_index=True, width="stretch")
+    if graded:
+        reports = [r for _, r in graded]
+        download_buttons(reports, assignment.title, job.assignment, "grade_dl")
+        who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
+        pick = st.selectbox("Details of", list(who), key="grade_detail")
+        report_detail(reports[who[pick]], "grade_detail_view")

@@ -1,0 +1,136 @@
+"""The Grade page in Streamlit's AppTest: real grading, real store, the bundled models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.store import Store
+from tests.conftest import open_app
+
+ROOT = Path(__file__).resolve().parents[1]
+RETAIL = ROOT / "examples" / "retail-sales"
+PAGE = "pages/grade.py"
+
+
+def _options(at, *, execute: bool = True, llm: bool = False) -> None:
+    at.checkbox(key="grade_execute").set_value(execute)
+    at.checkbox(key="grade_llm").set_value(llm)
+
+
+def _results(at):
+    assert not at.exception, at.exception
+    return at.dataframe[-1].value  # the results table is the last table before the detail
+
+
+@pytest.mark.slow
+def test_upload_grades_good_files_and_names_the_bad_one(app_data):
+    at = open_app(PAGE)
+    assert at.selectbox(key="grade_assignment").value == "r-joins"  # first bundled, sorted
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    good = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
+    at.file_uploader(key="grade_files").set_value(
+        [("student042.ipynb", good, "application/x-ipynb+json"),
+         ("student043.ipynb", b"{not json", "application/x-ipynb+json")])
+    _options(at)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any("student043.ipynb" in e and "not JSON" in e for e in errors), errors
+    table = at.dataframe[1].value
+    row = table[table["file"] == "student042.ipynb"].iloc[0]
+    assert row["score"] == 20
+    assert row["status"] == "graded"
+    bad = table[table["file"] == "student043.ipynb"].iloc[0]
+    assert bad["status"].startswith("not read")
+    # stored, so the Review page and a restart see it
+    store = Store(app_data / "grader.db")
+    try:
+        aid = store.assignment_id("retail-sales")
+        assert [g.file for g in store.list_grades(aid)] == ["student042.ipynb"]
+    finally:
+        store.close()
+
+
+def test_nothing_to_grade_is_an_error(app_data):
+    at = open_app(PAGE)
+    at.button(key="grade_run").click().run()
+    assert not at.exception
+    assert "Nothing to grade" in at.error[0].value
+
+
+def test_creating_an_assignment_without_a_rubric_lists_the_problem(app_data):
+    at = open_app(PAGE)
+    at.text_input(key="grade_new_title").set_value("Homework 9")
+    at.file_uploader(key="grade_new_template").set_value(
+        ("template.ipynb", (RETAIL / "template.ipynb").read_bytes(), "application/json"))
+    at.file_uploader(key="grade_new_solution").set_value(
+        ("solution.ipynb", (RETAIL / "solution.ipynb").read_bytes(), "application/json"))
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception
+    assert "no rubric uploaded" in at.error[0].value
+    assert not (app_data / "assignments" / "homework-9").exists()
+
+
+def test_creating_an_assignment_selects_it(app_data):
+    at = open_app(PAGE)
+    at.text_input(key="grade_new_title").set_value("Homework 9")
+    for key, path in (("grade_new_template", RETAIL / "template.ipynb"),
+                      ("grade_new_solution", RETAIL / "solution.ipynb"),
+                      ("grade_new_rubric", ROOT / "rubrics" / "retail-sales.json")):
+        at.file_uploader(key=key).set_value((path.name, path.read_bytes(), "application/json"))
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert "Created homework-9" in at.success[0].value
+    assert at.selectbox(key="grade_assignment").value == "homework-9"
+    assert json.loads((app_data / "assignments" / "homework-9" / "rubric.json").read_text())
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_sample_graded_with_the_models_shows_evidence_and_measured_requests(app_data):
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+    _options(at, llm=True)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    (status,) = at.status
+    assert status.state == "complete"
+    assert status.label.startswith("Graded 1 of 1 notebooks")
+    live = status.dataframe[0].value  # the live table of layers, as the job left it
+    assert live["state"][0] == "graded"
+    assert all(live[layer][0].endswith(" s") for layer in ("L1", "L2", "L3", "L4"))
+    results = at.dataframe[1].value
+    assert 0 < results["score"][0] < 20
+    requests = next(d.value for d in at.dataframe if "prefill tok/s" in d.value.columns)
+    assert set(requests["layer"]) == {"L3", "L4"}
+    assert (requests["prefill tok/s"] > 0).all()
+    assert (requests["decode tok/s"] > 0).all()
+    assert (requests["KV moved (MB)"] > 0).all()  # the real KV went from prefill to decode
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_a_failing_model_layer_sends_criteria_to_review(app_data, tmp_path, monkeypatch):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)  # not a model: loading fails
+    config = tmp_path / "grader.toml"
+    config.write_text(f'[models.broken]\npath = "{broken}"\n\n[roles.code]\nmodel = "broken"\n'
+                      '\n[roles.feedback]\nmodel = "broken"\n')
+    monkeypatch.setenv("GRADER_CONFIG", str(config))
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.multiselect(key="grade_samples").set_value(["complete.ipynb"])
+    _options(at, llm=True)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    results = at.dataframe[1].value
+    assert results["score"][0] == 20  # deterministic evidence stands
+    assert results["needs review"][0]  # but the criteria the models could not read go to review
+    layers = next(d.value for d in at.dataframe if "seconds" in d.value.columns)
+    failed = layers[layers["error"] != ""]
+    assert set(failed["layer"]) == {"L3", "L4"}

@@ -1,0 +1,112 @@
+"""The Review page in AppTest over a real store filled by really grading examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade_batch
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput, Grader
+from grader.store import Store
+from grader.workspace import Workspace
+from tests.conftest import open_app
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBS = ROOT / "examples" / "retail-sales" / "submissions"
+PAGE = "pages/review.py"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def graded(app_data: Path) -> dict[str, int]:
+    """Three retail-sales submissions graded into the app's store, as student042.. ids."""
+    store = Store(app_data / "grader.db")
+    try:
+        ws = Workspace(store, app_data / "assignments")
+        a = ws.load("retail-sales")
+        items = [GradeInput(f"{sid}.ipynb", (SUBS / f"{kind}.ipynb").read_bytes(), sid, sid)
+                 for sid, kind in (("student042", "complete"), ("student043", "partial"),
+                                   ("student044", "hardcoded"))]
+        grade_batch(Grader(a, GradeOptions()), items, store)
+        return {g.student_id: g.id for g in store.list_grades(ws.assignment_id(a.name))}
+    finally:
+        store.close()
+
+
+def _table(at):
+    assert not at.exception, at.exception
+    return at.dataframe[0].value
+
+
+def test_lists_filters_and_shows_the_notebook_beside_the_grade(graded):
+    at = open_app(PAGE)
+    table = _table(at)
+    assert sorted(table["student"]) == ["student042", "student043", "student044"]
+    at.slider(key="review_score").set_value((19.0, 20.0)).run()
+    assert list(_table(at)["student"]) == ["student042"]
+    at.slider(key="review_score").set_value((0.0, 20.0)).run()
+    at.multiselect(key="review_flags").set_value(["hardcoded_output"]).run()
+    assert list(_table(at)["student"]) == ["student044"]
+    # the notebook is rendered: its cells' code appears, labelled by who wrote it
+    captions = [c.value for c in at.caption]
+    assert any("student" in c and "code" in c for c in captions)
+    assert any("template" in c for c in captions)
+    assert len(at.code) > 3
+
+
+def test_override_is_audited_and_changes_the_score(graded):
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student043"]).run()
+    crit = at.selectbox(key="review_ov_criterion").options[0]
+    at.text_input(key="review_who").set_value("instructor-a")
+    at.number_input(key="review_ov_points").set_value(0.0)
+    at.text_input(key="review_ov_reason").set_value("checked by hand")
+    at.button[0].click().run()  # the override form's submit button
+    assert not at.exception, at.exception
+    audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
+    assert list(audit["why"]) == ["checked by hand"]
+    assert list(audit["who"]) == ["instructor-a"]
+    assert audit["criterion"][0] == crit
+    assert audit["new"][0] == 0.0
+    row = _table(at).set_index("student").loc["student043"]
+    assert row["overrides"] == 1
+
+
+def test_override_without_a_reason_is_refused(graded):
+    at = open_app(PAGE)
+    at.text_input(key="review_who").set_value("instructor-a")
+    at.number_input(key="review_ov_points").set_value(1.0)
+    at.button[0].click().run()
+    assert not at.exception
+    assert "needs a reason" in at.error[0].value
+
+
+def test_anonymised_view_hides_names_everywhere(graded):
+    at = open_app(PAGE)
+    at.toggle(key="_anonymise_switch").set_value(True).run()
+    table = _table(at)
+    assert set(table["student"]) == {"Student 001", "Student 002", "Student 003"}
+    assert not any("student04" in f for f in table["file"])
+    options = at.selectbox(key="review_grade").options
+    assert len(options) == 3
+    assert all(o.startswith("Student 00") for o in options)
+    assert not any("student04" in o for o in options)
+
+
+def test_regrade_shows_the_diff(graded):
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student042"]).run()
+    at.button(key="review_regrade").click().run()
+    assert not at.exception, at.exception
+    diff = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    total = diff.set_index("criterion").loc["total"]
+    assert total["before"] == total["after"] == 20
+    assert total["change"] == 0
+
+
+def test_no_grades_yet_says_so(app_data):
+    at = open_app(PAGE)
+    assert not at.exception
+    assert "No grades yet" in at.info[0].value
