@@ -14,9 +14,11 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 say() { printf '[setup] %s\n' "$*" >&2; }
 
 # Debian packages: build tools for llama-cpp-python (no binary wheel here); bubblewrap,
-# the sandbox for student code; R with the IRkernel and the tidyverse for R notebooks.
+# the sandbox for student code; R with the IRkernel and the tidyverse for R notebooks;
+# Chromium and fonts for the browser test (Playwright drives Debian's Chromium: it cannot
+# download its own browsers here).
 APT_PACKAGES=(build-essential cmake bubblewrap r-base-core r-cran-irkernel r-cran-tidyverse
-              r-cran-readxl)
+              r-cran-readxl chromium fonts-dejavu-core)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

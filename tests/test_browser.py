@@ -1,0 +1,125 @@
+"""The app in a real browser: Debian's Chromium driven by Playwright.
+
+Starts `streamlit run app.py` on a free loopback port with a fresh data folder,
+uploads a bundled submission on the Grade page, grades it with the embedded
+models, reads the score, downloads the Canvas CSV, and saves screenshots of the
+results and of the dashboard under artifacts/browser/ (git-ignored; the README's
+screenshot is one of them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "artifacts" / "browser"
+SUBMISSION = ROOT / "examples" / "retail-sales" / "submissions" / "partial.ipynb"
+# Chromium as root in a container, on a machine with no way out: no sandbox, no GPU,
+# none of the background connections it would try at start.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.llm, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = (ARTIFACTS / "streamlit.log").open("wb")
+    env = {**os.environ, "GRADER_DATA_DIR": str(tmp_path / "data")}
+    env.pop("GRADER_CONFIG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read() == b"ok":
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"streamlit did not start; see {log.name}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000},
+                                    accept_downloads=True)
+            page.goto(app_url)
+            expect(page.get_by_role("heading", name="Grade")).to_be_visible(timeout=60_000)
+
+            # pick the Python example, upload one of its submissions, grade with the models
+            page.get_by_test_id("stSelectbox").filter(has_text="Assignment").click()
+            page.get_by_role("option", name="Retail sales analysis", exact=False).click()
+            uploader = page.get_by_test_id("stFileUploader").filter(has_text="Student notebooks")
+            uploader.locator("input[type=file]").set_input_files(str(SUBMISSION))
+            expect(page.get_by_text(SUBMISSION.name)).to_be_visible(timeout=30_000)
+            page.get_by_role("button", name="Grade", exact=True).click()
+            expect(page.get_by_text("Graded 1 of 1 notebooks")).to_be_visible(timeout=600_000)
+
+            score = page.get_by_test_id("stMetricValue").first
+            expect(score).to_contain_text("/ 20", timeout=30_000)
+            points = float(score.inner_text().split("/")[0])
+            assert 0 < points < 20  # partial work: some points, not all
+            page.screenshot(path=str(ARTIFACTS / "results.png"), full_page=True)
+
+            with page.expect_download(timeout=30_000) as dl:
+                page.get_by_role("button", name="Canvas CSV").click()
+            target = tmp_path / dl.value.suggested_filename
+            dl.value.save_as(target)
+            rows = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8"))))
+            assert rows[0][0] == "Student"
+            assert rows[0][-1] == "Retail sales analysis"
+            assert rows[1][0] == "Points Possible"
+            assert rows[1][-1] == "20"
+            assert float(rows[2][-1]) == points
+            assert rows[2][0] == "partial"
+
+            page.get_by_role("link", name="Dashboard").click()
+            expect(page.get_by_role("heading", name="Dashboard")).to_be_visible(timeout=60_000)
+            page.wait_for_timeout(3000)  # let the charts draw
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "results.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
