@@ -39,10 +39,12 @@ class BoardSnapshot:
     def fraction(self) -> float:
         return self.done / self.total if self.total else 0.0
 
-    def rows(self) -> list[dict[str, str]]:
-        return [{"notebook": n.file, "state": n.state,
+    def rows(self, hide_names: bool = False) -> list[dict[str, str]]:
+        """A row per notebook; ``hide_names`` shows "notebook 1", ... in place of the
+        uploaded file names (which often carry the student's name)."""
+        return [{"notebook": f"notebook {i}" if hide_names else n.file, "state": n.state,
                  **{layer: n.layers.get(layer, "") for layer in LAYERS}, "score": n.score}
-                for n in self.notebooks]
+                for i, n in enumerate(self.notebooks, 1)]
 
     def current(self) -> NotebookProgress | None:
         """The notebook whose models are writing now (the last one started)."""

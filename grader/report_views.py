@@ -32,10 +32,19 @@ def _pct(r: GradeReport) -> float | None:
     return None if r.score is None or not r.max_score else round(100 * r.score / r.max_score, 1)
 
 
+def problem_lines(problems: Sequence[InputProblem], hide_names: bool = False) -> list[str]:
+    """What went wrong with each file that could not be read; ``hide_names`` numbers
+    them ("unreadable file 1") instead of naming them."""
+    return [f"{f'unreadable file {i}' if hide_names else p.file}: not graded: {p.reason}"
+            for i, p in enumerate(problems, 1)]
+
+
 def result_rows(graded: Sequence[tuple[int, GradeReport]],
-                problems: Sequence[InputProblem] = ()) -> list[dict[str, Any]]:
+                problems: Sequence[InputProblem] = (),
+                hide_names: bool = False) -> list[dict[str, Any]]:
     """One row per report (grade id, student, score, points per criterion, flags, review),
-    then one per file that could not be read at all."""
+    then one per file that could not be read at all (numbered, not named, when
+    ``hide_names``; reports come with pseudonyms from the store)."""
     rows = []
     for grade_id, r in graded:
         row: dict[str, Any] = {
@@ -49,8 +58,9 @@ def result_rows(graded: Sequence[tuple[int, GradeReport]],
             "status": r.status if r.status == "graded" else f"error: {r.error}",
         })
         rows.append(row)
-    for p in problems:
-        rows.append({"grade": None, "student": "", "file": p.file, "score": None,
+    for i, p in enumerate(problems, 1):
+        rows.append({"grade": None, "student": "",
+                     "file": f"unreadable file {i}" if hide_names else p.file, "score": None,
                      "max": None, "%": None, "needs review": "", "flags": "",
                      "status": f"not read: {p.reason}"})
     return rows
@@ -219,4 +229,4 @@ def downloads(reports: Sequence[GradeReport], title: str, stem: str) -> list[Dow
 
 __all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
            "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
-           "notebook_cells", "request_rows", "result_rows"]
+           "notebook_cells", "problem_lines", "request_rows", "result_rows"]

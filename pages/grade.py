@@ -7,7 +7,7 @@ import streamlit as st
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, start_grading
 from grader.layers.base import GradeOptions
-from grader.report_views import result_rows
+from grader.report_views import problem_lines, result_rows
 from grader.workspace import Upload
 from pages.components import download_buttons, report_detail
 from pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
@@ -109,15 +109,16 @@ if job is not None and not job.finished:
         table, stream = st.empty(), st.empty()
         version = -1
         while True:
+            finished = job.finished  # read before the snapshot, so the last one is complete
             snap = job.wait(version)
             version = snap.version
             bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
-            table.dataframe(snap.rows(), hide_index=True, width="stretch")
+            table.dataframe(snap.rows(anonymous()), hide_index=True, width="stretch")
             now = snap.current()
             if now is not None and now.streams:
                 stream.code("\n\n".join(f"[{layer}] ...{text}" for layer, text
                                         in sorted(now.streams.items())), language="json")
-            if job.finished:
+            if finished:
                 break
         stream.empty()
         status.update(label=f"Graded {snap.done} of {snap.total} notebooks in "
@@ -129,15 +130,17 @@ if job is not None and job.finished:
     if result.error:
         st.error(f"Grading stopped: {result.error}. Grades finished before this are saved; "
                  "see the Review page.")
-    for p in result.problems:
-        st.error(f"{p.file}: not graded: {p.reason}")
-    graded = result.stored(store, anonymous())
+    hidden = anonymous()
+    for line in problem_lines(result.problems, hidden):
+        st.error(line)
+    graded = result.stored(store, hidden)
     if graded or result.problems:
         st.subheader(f"Results: {job.assignment}")
         if result.reused:
             st.caption(f"{result.reused} already graded with this rubric: the stored grades "
                        "are shown (tick 'Regrade' to grade them again).")
-        st.dataframe(result_rows(graded, result.problems), hide_index=True, width="stretch")
+        st.dataframe(result_rows(graded, result.problems, hidden), hide_index=True,
+                     width="stretch")
     if graded:
         reports = [r for _, r in graded]
         download_buttons(reports, assignment.title, job.assignment, "grade_dl")

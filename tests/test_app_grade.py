@@ -134,3 +134,26 @@ def test_a_failing_model_layer_sends_criteria_to_review(app_data, tmp_path, monk
     layers = next(d.value for d in at.dataframe if "seconds" in d.value.columns)
     failed = layers[layers["error"] != ""]
     assert set(failed["layer"]) == {"L3", "L4"}
+
+
+@pytest.mark.slow
+def test_hidden_names_stay_hidden_while_grading_and_in_results(app_data):
+    at = open_app(PAGE)
+    at.toggle(key="_anonymise_switch").set_value(True).run()
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    good = (RETAIL / "submissions" / "partial.ipynb").read_bytes()
+    at.file_uploader(key="grade_files").set_value(
+        [("doejane_12345_67890_hw1.ipynb", good, "application/x-ipynb+json"),
+         ("roejohn_12346_67891_hw1.ipynb", b"[]", "application/x-ipynb+json")])
+    _options(at, execute=False)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    shown = " ".join([e.value for e in at.error] + [str(d.value.to_dict()) for d in at.dataframe]
+                     + [at.selectbox(key="grade_detail").value])
+    for name in ("doejane", "roejohn", "12345", "12346"):
+        assert name not in shown
+    assert "unreadable file 1: not graded" in at.error[0].value
+    live = at.status[0].dataframe[0].value
+    assert list(live["notebook"]) == ["notebook 1"]
+    results = at.dataframe[1].value
+    assert list(results["student"][:1]) == ["Student 001"]
