@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -77,16 +78,17 @@ class DisaggregatedClient:
         route = self.route(request.role)
         if not request.request_id:
             request = dataclasses.replace(request, request_id=uuid.uuid4().hex[:12])
+        started = time.time()
         try:
             if request.json_schema is not None:
                 check_schema(request.json_schema)
             backend = self.backend(request.role)
             result = self._serve(route, backend, request, on_token)
         except InferenceError as exc:
-            self._record_failure(route, request, exc)
+            self._record_failure(route, request, exc, started)
             raise
         except Exception as exc:  # a bug or a library error: typed, recorded, re-raised
-            self._record_failure(route, request, exc)
+            self._record_failure(route, request, exc, started)
             raise BackendError(f"role {request.role!r}: {type(exc).__name__}: {exc}") from exc
         m = result.metrics
         self.history.record(m)
@@ -113,11 +115,14 @@ class DisaggregatedClient:
             return result
 
     def _record_failure(self, route: RouteConfig, request: GenerationRequest,
-                        exc: BaseException) -> None:
+                        exc: BaseException, started: float) -> None:
         m = getattr(exc, "metrics", None)
         if not isinstance(m, RequestMetrics):
             m = RequestMetrics(request_id=request.request_id, role=request.role,
                                route=route.name, model=route.model)
+        # A request that failed before the backend timed it still happened at a time.
+        m.started_at = m.started_at or started
+        m.finished_at = m.finished_at or time.time()
         m.error = f"{type(exc).__name__}: {exc}"
         self.history.record(m)
         log.info("request %s role=%s route=%s failed: %s", request.request_id, request.role,

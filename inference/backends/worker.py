@@ -54,9 +54,10 @@ class Worker(Generic[T]):
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                self.requests += int(count)
                 self.busy = False
-                self.last_latency_s = time.perf_counter() - start
+                if count:  # loading the model (warm) is not a request's latency
+                    self.requests += 1
+                    self.last_latency_s = time.perf_counter() - start
 
     @property
     def loaded(self) -> bool:
