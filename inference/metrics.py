@@ -3,6 +3,12 @@
 Every request the client serves (failed ones too) is recorded here, so the
 dashboard can show history after a restart. The numbers are the ones measured
 by the engine (see ``RequestMetrics``); nothing is derived from text length.
+
+Each row also carries ``at``: when the request started, or, for one that failed
+before it started (no timestamps of its own), when it was recorded. Time windows
+and time series use ``at``, so such failures still show up in "the last hour".
+``search``, ``count``, ``distinct`` and ``samples`` take a ``HistoryFilter`` and
+run as SQL on the file; without a file (or once closed) they read the ring.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ import logging
 import math
 import sqlite3
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from .types import RequestMetrics
 
@@ -24,6 +32,9 @@ log = logging.getLogger(__name__)
 TABLE = "inference_requests"
 _FIELDS = [f for f in dataclasses.fields(RequestMetrics)]
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL"}
+_NAMES = [f.name for f in _FIELDS]
+_DISTINCT = ("role", "route", "method", "model", "prefill_worker", "decode_worker")
+Status = Literal["ok", "error"]
 
 
 def _sql_type(field: dataclasses.Field[Any]) -> str:
@@ -31,19 +42,106 @@ def _sql_type(field: dataclasses.Field[Any]) -> str:
     return _SQL_TYPES.get(str(field.type), "TEXT")
 
 
+def _at(m: RequestMetrics, recorded: float) -> float:
+    return m.started_at if m.started_at > 0 else recorded
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilter:
+    """Which requests to read. ``None`` or ``""`` means "any"; times are epoch seconds
+    compared with ``at`` (``since`` inclusive, ``until`` exclusive); ``text`` is looked
+    for, case-insensitively, in the request id and the error message."""
+
+    role: str | None = None
+    route: str | None = None
+    status: Status | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in (None, "ok", "error"):
+            raise ValueError(f"status {self.status!r} is not one of ok, error (or None)")
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """A WHERE clause (``""`` for no condition) and its arguments."""
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (("role", self.role), ("route", self.route)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if self.status is not None:
+            where.append("coalesce(error, '') " + ("= ''" if self.status == "ok" else "!= ''"))
+        if self.since is not None:
+            where.append("at >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            where.append("at < ?")
+            args.append(self.until)
+        if self.text.strip():
+            where.append("(instr(lower(request_id), ?) > 0 OR instr(lower(error), ?) > 0)")
+            args += [self.text.strip().lower()] * 2
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def matches(self, at: float, m: RequestMetrics) -> bool:
+        """The same test in Python, for the history without a database."""
+        text = self.text.strip().lower()
+        return ((not self.role or m.role == self.role)
+                and (not self.route or m.route == self.route)
+                and (self.status is None or m.ok == (self.status == "ok"))
+                and (self.since is None or at >= self.since)
+                and (self.until is None or at < self.until)
+                and (not text or text in m.request_id.lower() or text in m.error.lower()))
+
+
+class HistoryEntry(NamedTuple):
+    at: float
+    metrics: RequestMetrics
+
+
+class Sample(NamedTuple):
+    """The measured numbers of one request that charts need, nothing else."""
+
+    at: float
+    role: str
+    ok: bool
+    ttft_seconds: float
+    tpot_seconds: float
+    prefill_tokens: int
+    prefill_seconds: float
+    decode_evals: int
+    decode_seconds: float
+
+    @classmethod
+    def of(cls, at: float, m: RequestMetrics) -> Sample:
+        return cls(at, m.role, m.ok, m.ttft_seconds, m.tpot_seconds, m.prefill_tokens,
+                   m.prefill_seconds, m.decode_evals, m.decode_seconds)
+
+
+_SAMPLE_SQL = ("SELECT at, role, coalesce(error, '') = '', ttft_seconds, CASE WHEN "
+               "decode_evals > 0 THEN decode_seconds / decode_evals ELSE 0.0 END, "
+               f"prefill_tokens, prefill_seconds, decode_evals, decode_seconds FROM {TABLE}")
+
+
 class MetricsHistory:
     def __init__(self, db_path: Path | None = None, maxlen: int = 10_000) -> None:
         self.db_path = db_path
-        self._ring: deque[RequestMetrics] = deque(maxlen=maxlen)
+        self._ring: deque[HistoryEntry] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        # The dashboard's reads go through their own connection (WAL lets it read while
+        # the other writes), so a long read never holds up recording a request.
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
         if db_path is not None:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(db_path, check_same_thread=False, timeout=30)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
-            self._ring.extend(reversed(self.query(limit=maxlen)))
+            self._reader = sqlite3.connect(db_path, check_same_thread=False, timeout=30)
+            self._ring.extend(reversed(self.search(limit=maxlen)))
 
     def _migrate(self) -> None:
         """Create the table, or add the columns a newer RequestMetrics has."""
@@ -56,15 +154,21 @@ class MetricsHistory:
             for f in _FIELDS:
                 if f.name not in have:
                     self._conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {f.name} {_sql_type(f)}")
+            if "at" not in have:  # before ``at``: a row's own times, else unknown (0)
+                self._conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN at REAL")
+                self._conn.execute(f"UPDATE {TABLE} SET at = coalesce(nullif(started_at, 0), "
+                                   "nullif(finished_at, 0), 0)")
             self._conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {TABLE}_started ON {TABLE}(started_at)")
+            self._conn.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_at ON {TABLE}(at)")
 
     def record(self, metrics: RequestMetrics) -> None:
+        at = _at(metrics, time.time())
         with self._lock:
-            self._ring.append(metrics)
+            self._ring.append(HistoryEntry(at, metrics))
             if self._conn is None:
                 return
-            row = dataclasses.asdict(metrics)
+            row = {**dataclasses.asdict(metrics), "at": at}
             names = ", ".join(row)
             marks = ", ".join("?" for _ in row)
             try:
@@ -79,7 +183,7 @@ class MetricsHistory:
     def recent(self, n: int | None = None) -> list[RequestMetrics]:
         """Newest last, from memory."""
         with self._lock:
-            items = list(self._ring)
+            items = [e.metrics for e in self._ring]
         return items if n is None else items[-n:]
 
     def query(self, limit: int = 1000, role: str | None = None,
@@ -104,20 +208,67 @@ class MetricsHistory:
         args.append(limit)
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
-        names = [f.name for f in _FIELDS]
-        return [RequestMetrics.from_dict(dict(zip(names, r, strict=True))) for r in rows]
+        return [RequestMetrics.from_dict(dict(zip(_NAMES, r, strict=True))) for r in rows]
 
-    def count(self) -> int:
-        if self._conn is None:
-            return len(self._ring)
+    def _rows(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]] | None:
+        """The rows of ``sql``, or None when there is no database to ask."""
+        with self._read_lock:
+            if self._reader is None:
+                return None
+            return self._reader.execute(sql, args).fetchall()
+
+    def _memory(self, flt: HistoryFilter) -> list[HistoryEntry]:
+        """The ring's entries that match, oldest first."""
         with self._lock:
-            return int(self._conn.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0])
+            items = list(self._ring)
+        return [e for e in items if flt.matches(e.at, e.metrics)]
+
+    def search(self, flt: HistoryFilter | None = None, limit: int = 1000) -> list[HistoryEntry]:
+        """The requests that match ``flt``, newest first, at most ``limit``."""
+        flt = flt or HistoryFilter()
+        where, args = flt.sql()
+        rows = self._rows(f"SELECT at, {', '.join(_NAMES)} FROM {TABLE}{where} "
+                          "ORDER BY id DESC LIMIT ?", [*args, limit])
+        if rows is None:
+            return self._memory(flt)[::-1][:limit]
+        return [HistoryEntry(r[0] or 0.0, RequestMetrics.from_dict(
+            dict(zip(_NAMES, r[1:], strict=True)))) for r in rows]
+
+    def count(self, flt: HistoryFilter | None = None) -> int:
+        """How many requests match ``flt`` (all of them without one)."""
+        if flt is None:
+            if self._conn is None:
+                return len(self._ring)
+            flt = HistoryFilter()
+        where, args = flt.sql()
+        rows = self._rows(f"SELECT COUNT(*) FROM {TABLE}{where}", args)
+        return len(self._memory(flt)) if rows is None else int(rows[0][0])
+
+    def distinct(self, column: str) -> list[str]:
+        """The values ``column`` (role, route, method, ...) takes, sorted (for filters)."""
+        if column not in _DISTINCT:
+            raise ValueError(f"cannot list {column!r}; one of {', '.join(_DISTINCT)}")
+        rows = self._rows(f"SELECT DISTINCT {column} FROM {TABLE} WHERE {column} != ''", ())
+        if rows is None:
+            values = {getattr(e.metrics, column) for e in self._memory(HistoryFilter())}
+            return sorted(v for v in values if v)
+        return sorted(r[0] for r in rows)
+
+    def samples(self, flt: HistoryFilter | None = None) -> list[Sample]:
+        """The measured numbers of every matching request, oldest first (``at`` order)."""
+        flt = flt or HistoryFilter()
+        where, args = flt.sql()
+        rows = self._rows(f"{_SAMPLE_SQL}{where} ORDER BY at, id", args)
+        if rows is None:
+            return sorted((Sample.of(*e) for e in self._memory(flt)), key=lambda s: s.at)
+        return [Sample(r[0] or 0.0, r[1], bool(r[2]), *r[3:]) for r in rows]
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        with self._lock, self._read_lock:
+            for conn in (self._conn, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._reader = None
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -1,0 +1,127 @@
+"""Dashboard: the engine's workers, its measured speeds and latencies, the request history
+and the LLM layers' parallel efficiency per graded notebook, refreshed live (pausable);
+a test prompt through the disaggregated path. The numbers: ``inference.dashboard`` and
+``grader.llm_stats``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
+from inference import InferenceError
+from inference import dashboard as dash
+from inference.views import metrics_rows
+from pages.shared import anonymous, get_client, get_store, sidebar
+
+sidebar()
+client = get_client()
+store = get_store()
+st.title("Dashboard")
+
+left, right, _ = st.columns([1, 1, 4], vertical_alignment="bottom")
+live = left.toggle("Live", value=True, key="dash_live",
+                   help="Refresh the workers, charts and tables by themselves.")
+seconds = right.selectbox("Refresh every", dash.REFRESH_SECONDS, index=1, key="dash_interval",
+                          format_func=lambda s: f"{s} s", disabled=not live)
+
+with st.expander("Send a test prompt"):
+    with st.form("dash_prompt"):
+        role = st.selectbox("Role", client.roles, key="dash_prompt_role")
+        system = st.text_input("System message", "You are a concise teaching assistant.",
+                               key="dash_prompt_system")
+        user = st.text_area("User message", "Explain what a left join does, in two sentences.",
+                            key="dash_prompt_user")
+        c1, c2 = st.columns(2)
+        max_tokens = c1.number_input("Max tokens", 1, 2048, 128, key="dash_prompt_max_tokens")
+        temperature = c2.number_input("Temperature", 0.0, 2.0, 0.0, 0.1,
+                                      key="dash_prompt_temperature")
+        schema_text = st.text_area("JSON schema (optional: constrains the output)", "",
+                                   key="dash_prompt_schema")
+        submitted = st.form_submit_button("Generate")
+    if submitted:
+        try:
+            request = dash.prompt_request(role, system, user, max_tokens, temperature,
+                                          schema_text)
+            capture = dash.StreamCapture(client.stream(request))
+            st.write_stream(capture)
+        except InferenceError as exc:
+            st.error(f"{type(exc).__name__}: {exc}")
+        else:
+            if capture.result is not None:
+                if capture.result.parsed is not None:
+                    st.json(capture.result.parsed)
+                st.dataframe(metrics_rows(capture.result.metrics), hide_index=True,
+                             width="stretch")
+
+
+def workers_section() -> None:
+    st.subheader("Workers")
+    st.caption("Last latency: the worker's last request. Queue: requests "
+               "waiting for it. Requests and errors: since the app started.")
+    cards = dash.worker_cards(client.health())
+    for i in range(0, len(cards), 4):
+        for col, card in zip(st.columns(4), cards[i:i + 4], strict=False):
+            with col.container(border=True):
+                st.markdown(f"**{card.name}**")
+                st.badge(card.state + (" · busy" if card.busy else ""), color=card.color)
+                st.caption(f"{card.kind} worker · route {card.route} · model {card.model}"
+                           + (f" · {card.detail}" if card.detail else ""))
+                st.metric("Last latency", card.last_latency)
+                m1, m2, m3 = st.columns(3)
+                m1.metric("Queue", card.queue)
+                m2.metric("Requests", card.requests)
+                m3.metric("Errors", card.errors)
+
+
+def requests_section() -> None:
+    history = client.history
+    roles, routes = dash.filter_choices(history, client.roles)
+    if history.count() == 0:
+        st.info("No requests yet: grade a notebook with the LLM layers, or send a test prompt "
+                "above. Every request the engine serves is recorded here.")
+        return
+    f1, f2, f3, f4, f5 = st.columns([1.2, 1, 1.6, 1, 1.6])
+    window = f1.selectbox("Time window", list(dash.WINDOWS), index=1, key="dash_window")
+    role_choice = f2.selectbox("Role", roles, key="dash_role")
+    route = f3.selectbox("Route", routes, key="dash_route")
+    status = f4.selectbox("Status", list(dash.STATUSES), key="dash_status")
+    text = f5.text_input("Request id or error contains", key="dash_text")
+    view = dash.build_view(history, dash.make_filter(window, role_choice, route, status, text))
+    st.subheader("Speed and latency")
+    if not view.matched:
+        st.info("No request matches these filters.")
+        return
+    if view.measured:
+        st.dataframe(dash.summary_rows(view.summaries), hide_index=True, width="stretch")
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(dash.throughput_figure(view.series), key="dash_throughput")
+        c2.plotly_chart(dash.latency_figure(view.series), key="dash_latency")
+    else:
+        st.info("Every matching request failed: there is no speed or latency to chart.")
+    st.subheader("Request history")
+    st.caption(f"The newest {len(view.rows)} of {view.matched} matching requests "
+               f"({view.total} recorded).")
+    st.dataframe(view.rows, hide_index=True, width="stretch")
+
+
+def notebooks_section() -> None:
+    st.subheader("Parallel efficiency per graded notebook")
+    stats = notebook_llm_stats(store, limit=50, anonymous=anonymous())
+    if not stats:
+        st.info("No notebook graded with the LLM layers yet.")
+        return
+    st.caption("Busy seconds of the L3 and L4 requests over their wall time: 1.0 when they "
+               "ran one after the other, 2.0 when they overlapped fully.")
+    st.plotly_chart(efficiency_figure(stats), key="dash_efficiency")
+    st.dataframe(stats_rows(stats), hide_index=True, width="stretch")
+
+
+@st.fragment(run_every=dash.run_every(live, seconds))
+def live_view() -> None:
+    st.caption(dash.status_line(live, seconds))
+    workers_section()
+    requests_section()
+    notebooks_section()
+
+
+live_view()
