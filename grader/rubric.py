@@ -153,17 +153,26 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
             kw[key] = str(data[key])
     for key in ("rtol", "atol"):
         if key in data:
-            kw[key] = float(data[key])
+            if isinstance(data[key], int | float) and not isinstance(data[key], bool):
+                kw[key] = float(data[key])
+            else:
+                problems.append(f"{where}.{key}: expected a number, got {data[key]!r}")
     for key in ("max_errors", "min_words"):
         if key in data:
-            kw[key] = int(data[key])
+            if isinstance(data[key], int) and not isinstance(data[key], bool):
+                kw[key] = data[key]
+            else:
+                problems.append(f"{where}.{key}: expected a whole number, got {data[key]!r}")
     if "ignore_order" in data:
         kw["ignore_order"] = bool(data["ignore_order"])
     if "partial" in data:
-        if isinstance(data["partial"], dict):
+        if isinstance(data["partial"], dict) and all(
+                isinstance(v, int | float) and not isinstance(v, bool)
+                for v in data["partial"].values()):
             kw["partial"] = tuple((str(k), float(v)) for k, v in data["partial"].items())
         else:
-            problems.append(f"{where}.partial: expected an object of aspect -> fraction")
+            problems.append(f"{where}.partial: expected an object of aspect -> fraction "
+                            "(numbers)")
     check = Check(**kw)
     _validate_check(check, where, problems)
     return check

@@ -245,3 +245,13 @@ def test_importer_refuses_other_json(tmp_path: Path):
     path.write_text(json.dumps({"hello": 1}))
     with pytest.raises(RubricError, match="not an old-system rubric"):
         import_seed_file(path)
+
+
+@pytest.mark.parametrize(("field", "value"), [("rtol", "abc"), ("rtol", None), ("atol", True),
+                                              ("min_words", 2.5), ("max_errors", "1"),
+                                              ("partial", {"values": "half"})])
+def test_a_wrong_typed_check_field_is_a_rubric_problem(field, value):
+    data = json.loads(Path("rubrics/retail-sales.json").read_text())
+    data["criteria"][0]["checks"][0][field] = value
+    with pytest.raises(RubricError, match=field):
+        rubric_from_dict(data, "edited.json")
