@@ -1,0 +1,238 @@
+"""Rubrics: edit the rubric in force, see whose score an edit would move, save it as a new
+version; import the old system's rubric files. (Session keys: ``rubrics_*``.)
+
+The tables and their validation are grader.rubric_edit's, the preview grader.rescore's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pandas as pd
+import streamlit as st
+
+from grader.errors import GraderError, RubricError
+from grader.rescore import changes, preview_rescore, preview_rows
+from grader.rubric import KINDS, Rubric
+from grader.rubric_edit import (
+    CHECK_COLUMNS,
+    CRITERIA_COLUMNS,
+    EditProblem,
+    rows_from_rubric,
+    rubric_from_rows,
+)
+from grader.workspace import Upload, read_rubric_upload
+from pages.shared import anonymous, get_store, get_workspace, sidebar
+
+sidebar()
+workspace = get_workspace()
+st.title("Rubrics")
+
+# Widgets whose state belongs to one draft: a new draft starts them afresh.
+DRAFT_KEYS = ("rubrics_criteria", "rubrics_checks", "rubrics_title", "rubrics_placeholders",
+              "rubrics_keep_total", "rubrics_note")
+CHECK_TYPES = [t for types in KINDS.values() for t in types]
+CRITERIA_CONFIG = {
+    "order": st.column_config.NumberColumn(
+        "order", help="Criteria follow this number: renumber to reorder them.", step=1),
+    "id": st.column_config.TextColumn(
+        "id", help="Lower-case letters, digits, - and _; unique. Checks name it.",
+        required=True),
+    "kind": st.column_config.SelectboxColumn("kind", options=list(KINDS), required=True),
+    "points": st.column_config.NumberColumn("points", min_value=0.0, required=True),
+    "task": st.column_config.TextColumn(
+        "task", help="Text of the template's markdown cell that introduces the task."),
+    "expectations": st.column_config.TextColumn(
+        "expectations", help="Written criteria: what a good answer says (for the model)."),
+}
+CHECKS_CONFIG = {
+    "criterion": st.column_config.TextColumn(
+        "criterion", help="The id of the criterion this check belongs to.", required=True),
+    "type": st.column_config.SelectboxColumn("type", options=CHECK_TYPES, required=True),
+    "weight": st.column_config.NumberColumn(
+        "weight", help="Share of the criterion's points; a criterion's weights add up to 1.",
+        min_value=0.0, max_value=1.0),
+    "target": st.column_config.TextColumn(
+        "target", help="assigns: variable names, calls: function names (comma-separated); "
+        "output: the variable; answer: the question's text; runs: none."),
+    "options": st.column_config.TextColumn(
+        "options", width="large",
+        help="Other fields as key=value; key=value, e.g. compare=type, shape; "
+        "partial=type:0.5, shape:0.5; min_words=25; max_errors=1 (docs/rubric-format.md)."),
+}
+
+
+def new_draft(name: str, rubric: Rubric, source: str, dropped: tuple[str, ...] = ()) -> dict:
+    for key in DRAFT_KEYS:
+        st.session_state.pop(key, None)
+    draft = {"assignment": name, "rubric": rubric, "source": source, "dropped": dropped}
+    st.session_state["rubrics_draft"] = draft
+    return draft
+
+
+def show_problems(problems: list[EditProblem]) -> None:
+    for p in problems:
+        (st.warning if p.warning else st.error)(str(p))
+
+
+# -- the assignment and its rubric in force ------------------------------------------------
+entries = workspace.entries()
+for e in entries:
+    if e.problem:
+        st.warning(f"Assignment folder {e.root} cannot be used: {e.problem}")
+usable = {e.name: e for e in entries if not e.problem}
+if not usable:
+    st.info("No assignment with a usable rubric yet: create one on the Grade page.")
+    st.stop()
+if st.session_state.get("rubrics_assignment") not in usable:
+    st.session_state["rubrics_assignment"] = next(iter(usable))
+name = st.selectbox("Assignment", list(usable), key="rubrics_assignment",
+                    format_func=lambda n: f"{usable[n].title} ({n}, {usable[n].language})")
+try:
+    assignment = workspace.load(name)
+    history = workspace.rubric_history(name)
+except GraderError as exc:
+    st.error(f"Assignment {name} cannot be loaded: {exc}")
+    st.stop()
+in_force = assignment.rubric
+draft = st.session_state.get("rubrics_draft")
+if draft is None or draft["assignment"] != name:
+    draft = new_draft(name, in_force, f"the rubric in force ({in_force.version})")
+if flash := st.session_state.pop("rubrics_flash", None):
+    st.success(flash)
+st.caption(f"In force: version {in_force.version}, {len(in_force.criteria)} criteria, "
+           f"{in_force.total_points:g} points. Saving an edit adds a version and puts it in "
+           "force; grades keep the version they were made with.")
+with st.expander(f"Version history ({len(history)})"):
+    st.dataframe([{"version": h.version, "in force": h.version == in_force.version,
+                   "saved": time.strftime("%Y-%m-%d %H:%M", time.localtime(h.created_at)),
+                   "note": h.note} for h in history], hide_index=True, width="stretch")
+
+# -- import -----------------------------------------------------------------------------
+with st.expander("Import a rubric file", expanded=bool(draft["dropped"])):
+    up = st.file_uploader("A rubric JSON (docs/rubric-format.md) or an old-system rubric "
+                          "file: it is loaded below for review; nothing is saved yet.",
+                          type=["json"], key="rubrics_upload")
+    if up is not None:
+        data = up.getvalue()
+        token = (up.name, hashlib.sha256(data).hexdigest())
+        seen = st.session_state.get("rubrics_import")
+        if seen is None or seen["token"] != token:  # a new file: read it once
+            got = None
+            try:
+                got = read_rubric_upload(Upload(up.name, data), assignment.language)
+                problems = [] if got.rubric.language == assignment.language else [
+                    f"the rubric is for {got.rubric.language}, the assignment is "
+                    f"{assignment.language}"]
+            except RubricError as exc:
+                problems = exc.problems
+            if got is not None and not problems:
+                what = "imported from the old system's" if got.imported else "loaded from"
+                draft = new_draft(name, got.rubric, f"the rubric {what} {up.name}",
+                                  got.dropped)
+            seen = {"token": token, "error": "\n".join(
+                [f"Cannot import {up.name}:\n"] + [f"- {p}" for p in problems]
+            ) if problems else ""}
+            st.session_state["rubrics_import"] = seen
+        if seen["error"]:
+            st.error(seen["error"])
+    if draft["dropped"]:
+        st.warning("Not carried over from the old rubric (check the criteria below):\n\n"
+                   + "\n".join(f"- {d}" for d in draft["dropped"]))
+
+# -- the editor -------------------------------------------------------------------------
+base: Rubric = draft["rubric"]
+criteria_rows, check_rows = rows_from_rubric(base)
+st.subheader("Criteria")
+st.caption(f"Editing {draft['source']}. Add rows at the bottom, delete with the row "
+           "checkbox, reorder with the order column.")
+title = st.text_input("Title", value=base.title, key="rubrics_title")
+criteria = st.data_editor(pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS),
+                          key="rubrics_criteria", num_rows="dynamic", hide_index=True,
+                          column_config=CRITERIA_CONFIG, width="stretch")
+criteria_box = st.container()
+st.subheader("Checks")
+st.caption("One row per check. target and options are explained in each column's help and "
+           "in docs/rubric-format.md (Editing in the app).")
+checks = st.data_editor(pd.DataFrame(check_rows, columns=CHECK_COLUMNS), key="rubrics_checks",
+                        num_rows="dynamic", hide_index=True, column_config=CHECKS_CONFIG,
+                        width="stretch")
+checks_box = st.container()
+c1, c2 = st.columns(2)
+placeholders = c1.text_area("Placeholders (one a line): template texts that are not answers",
+                            value="\n".join(base.placeholders), key="rubrics_placeholders")
+keep_total = c2.toggle(f"Keep the total at {base.total_points:g} points",
+                       key="rubrics_keep_total",
+                       help="Off: the total follows the criteria's points.")
+result = rubric_from_rows(
+    criteria.to_dict("records"), checks.to_dict("records"), base, title=title,
+    placeholders=[p.strip() for p in placeholders.splitlines() if p.strip()],
+    total_points=base.total_points if keep_total else None)
+with criteria_box:
+    show_problems(result.for_table("criteria"))
+with checks_box:
+    show_problems(result.for_table("checks"))
+delta = result.total_points - in_force.total_points
+c2.metric("Total points", f"{result.total_points:g}",
+          f"{delta:+g} from the rubric in force" if delta else None)
+show_problems(result.for_table("rubric"))
+edited = result.rubric
+changed = edited is not None and edited.version != in_force.version
+diff = (changes(in_force, edited) or ["the rubric's JSON differs"]) if changed else []
+if edited is not None and not changed:
+    st.info("No changes from the rubric in force.")
+elif changed:
+    st.markdown("**Changes from the rubric in force:**\n\n" + "\n".join(f"- {d}" for d in diff))
+
+# -- preview ----------------------------------------------------------------------------
+st.subheader("Preview: whose score moves")
+if st.button("Preview re-score", key="rubrics_preview", disabled=edited is None):
+    if edited is None:
+        st.error("Fix the problems above first.")
+    else:
+        bar = st.progress(0.0, "Re-scoring the graded submissions...")
+        try:
+            st.session_state["rubrics_preview_result"] = (anonymous(), preview_rescore(
+                get_store(), assignment, edited, anonymous=anonymous(),
+                progress=lambda n, total: bar.progress(n / total, f"{n} of {total}")))
+        except GraderError as exc:
+            st.error(f"The preview failed: {exc}")
+        bar.empty()
+shown = st.session_state.get("rubrics_preview_result")
+if shown is not None and edited is not None and shown[0] == anonymous() \
+        and (shown[1].old_version, shown[1].new_version) == (in_force.version, edited.version):
+    preview = shown[1]
+    if not preview.rows:
+        st.info("No submission has been graded with the rubric in force yet: nothing moves.")
+    else:
+        st.markdown(f"**{len(preview.movers)} of {len(preview.rows)}** graded submissions "
+                    f"would change ({preview.seconds:.1f} s). Checks evaluated again: "
+                    f"{'; '.join(preview.recomputed) or 'none (rebuilt from stored results)'}.")
+        st.dataframe(preview_rows(preview), hide_index=True, width="stretch")
+        if any(r.overrides for r in preview.rows):
+            st.caption("Overrides stay with the grade they were made on: the new scores do "
+                       "not include them.")
+        for r in preview.rows:
+            if r.problem:
+                st.warning(f"{r.name}: {r.problem}")
+
+# -- save -------------------------------------------------------------------------------
+st.subheader("Save")
+note = st.text_input("Note for this version", key="rubrics_note",
+                     placeholder="what changed and why (default: the list of changes)")
+if st.button("Save as new version", key="rubrics_save", type="primary", disabled=not changed):
+    if edited is None or not changed:
+        st.error("Not saved: " + ("fix the problems above first." if edited is None
+                                  else "nothing changed."))
+    else:
+        try:
+            row = workspace.save_rubric(name, edited, note.strip() or "; ".join(diff))
+        except GraderError as exc:
+            st.error(f"Not saved: {exc}")
+        else:
+            st.session_state["rubrics_flash"] = (
+                f"Saved rubric version {row.version}: it is now in force for {name}. "
+                "Grades made before keep their version; regrade to apply it.")
+            st.session_state["rubrics_draft"] = None
+            st.rerun()

@@ -1,0 +1,211 @@
+"""The Rubrics page in Streamlit's AppTest: edit, preview, save; imports; what goes wrong.
+
+Grades in the store are made by really grading bundled retail-sales submissions
+(from their stored outputs: no execution); students are student001, student002, ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.assignment import load_assignment
+from grader.batch import grade_batch
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput, Grader
+from grader.rubric import dumps
+from grader.store import Store
+from grader.workspace import Workspace
+from tests.conftest import open_app
+
+REPO = Path(__file__).resolve().parents[1]
+RETAIL = REPO / "examples" / "retail-sales"
+SEED = REPO.parent / "shared" / "course-r" / "strings-dates" / "rubric.seed-format.json"
+NO_EDIT = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
+
+
+def edits(**kw) -> dict:
+    return {**NO_EDIT, **kw}
+
+
+@pytest.fixture
+def graded(app_data: Path) -> Path:
+    """Three retail-sales submissions graded into the app's store."""
+    a = load_assignment(RETAIL)
+    items = [GradeInput(f"{s}.ipynb", (RETAIL / "submissions" / f"{s}.ipynb").read_bytes(),
+                        f"student{i:03d}", f"student{i:03d}")
+             for i, s in enumerate(["complete", "partial", "template_only"], 1)]
+    with Store(app_data / "grader.db") as store:
+        grade_batch(Grader(a, GradeOptions(execute=False, use_llm=False)), items, store)
+    return app_data
+
+
+def in_force(data: Path, name: str):
+    with Store(data / "grader.db") as store:
+        return Workspace(store, data / "assignments").load(name).rubric
+
+
+def page(name: str = "retail-sales"):
+    at = open_app("pages/rubrics.py")
+    at.selectbox(key="rubrics_assignment").set_value(name).run()
+    assert not at.exception
+    return at
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def texts(elements) -> str:
+    return "\n".join(e.value for e in elements)
+
+
+def test_edit_preview_and_save_a_new_version(graded):
+    before = in_force(graded, "retail-sales")
+    at = page()
+    assert metric(at, "Total points") == "20"
+    assert next(iter(at.data_editor(key="rubrics_criteria").value["id"])) == "load-data"
+    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": 12}})
+    at.run()
+    assert not at.exception
+    assert not at.error
+    assert metric(at, "Total points") == "30"
+    assert "load-data: points 2 -> 12" in texts(at.markdown)
+
+    at.button(key="rubrics_preview").click().run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    moved = dict(zip(table["student"], table["change"], strict=True))
+    # load-data's points scale by 6 for whoever earned some of them (not the template)
+    assert moved["student001"] > 0
+    assert moved["student002"] > 0
+    assert moved["student003"] == 0
+    assert "2 of 3" in texts(at.markdown)
+
+    at.text_input(key="rubrics_note").input("loading the data matters more")
+    at.button(key="rubrics_save").click().run()
+    assert not at.exception
+    after = in_force(graded, "retail-sales")
+    assert after.criterion("load-data").points == 12
+    assert after.total_points == 30
+    assert after.version != before.version
+    assert after.version in at.success[0].value
+    assert metric(at, "Total points") == "30"  # the editor now shows the saved rubric
+    assert "No changes from the rubric in force." in texts(at.info)
+    history = at.dataframe[0].value
+    assert "loading the data matters more" in set(history["note"])
+
+
+def test_invalid_edit_is_shown_inline_and_not_saved(graded):
+    before = in_force(graded, "retail-sales")
+    at = page()
+    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": -1}})
+    at.session_state["rubrics_checks"] = edits(edited_rows={1: {"options": "bogus=1"}})
+    at.run()
+    errors = texts(at.error)
+    assert "Criteria row 1 (load-data), points" in errors
+    assert "Checks row 2 (load-data), options: unknown option 'bogus'" in errors
+    assert at.button(key="rubrics_save").disabled  # AppTest, like a browser, cannot click it
+    assert at.button(key="rubrics_preview").disabled
+    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": 3}})
+    at.run()  # one error fixed, one left
+    assert "Criteria row 1" not in texts(at.error)
+    assert "bogus" in texts(at.error)
+    assert at.button(key="rubrics_save").disabled
+    assert in_force(graded, "retail-sales").version == before.version
+
+
+def test_added_and_deleted_rows(graded):
+    at = page()
+    at.session_state["rubrics_criteria"] = edits(
+        added_rows=[{"order": 0, "id": "imports", "title": "Imports pandas", "kind": "code",
+                     "points": 1}], deleted_rows=[5])
+    at.session_state["rubrics_checks"] = edits(
+        added_rows=[{"criterion": "imports", "type": "calls", "weight": 1.0,
+                     "target": "read_csv"}], deleted_rows=[12])
+    at.run()
+    assert not at.error, texts(at.error)
+    assert metric(at, "Total points") == "20"  # runs-clean (1 point) out, imports (1) in
+    changed = texts(at.markdown)
+    assert "imports: added (1 points)" in changed
+    assert "runs-clean: removed" in changed
+    at.button(key="rubrics_save").click().run()
+    r = in_force(graded, "retail-sales")
+    assert r.criteria[0].id == "imports"
+    assert "runs-clean" not in {c.id for c in r.criteria}
+
+
+def test_bad_rubric_file_is_an_error_naming_it(app_data):
+    at = page()
+    at.file_uploader(key="rubrics_upload").set_value(
+        ("bad.json", b"not json", "application/json")).run()
+    assert not at.exception
+    assert "bad.json" in at.error[0].value
+    assert "not a JSON file" in at.error[0].value
+    at.file_uploader(key="rubrics_upload").set_value(
+        ("other.json", b'{"title": "no criteria"}', "application/json")).run()
+    assert "other.json" in at.error[0].value
+    assert "neither a rubric" in at.error[0].value
+    wrong = (REPO / "rubrics" / "retail-sales.json").read_text().replace('"rtol": 1e-6',
+                                                                         '"rtol": "tight"', 1)
+    at.file_uploader(key="rubrics_upload").set_value(
+        ("typo.json", wrong.encode(), "application/json")).run()
+    assert not at.exception
+    assert "typo.json" in at.error[0].value
+    at.selectbox(key="rubrics_assignment").set_value("r-joins").run()
+    at.file_uploader(key="rubrics_upload").set_value(
+        ("retail.json", (REPO / "rubrics" / "retail-sales.json").read_bytes(),
+         "application/json")).run()
+    assert "retail.json" in at.error[0].value
+    assert "the rubric is for python, the assignment is r" in at.error[0].value
+    assert "load-data" not in set(at.data_editor(key="rubrics_criteria").value["id"])
+
+
+def test_old_system_rubric_imports_for_review_then_saves(app_data):
+    at = page("r-strings-dates")
+    at.file_uploader(key="rubrics_upload").set_value(
+        ("rubric.seed-format.json", SEED.read_bytes(), "application/json")).run()
+    assert not at.exception
+    assert not at.error
+    ids = list(at.data_editor(key="rubrics_criteria").value["id"])
+    assert ids[0] == "part1-setup"
+    assert "question-8-1" in ids
+    dropped = texts(at.warning)
+    assert "Not carried over" in dropped
+    assert "partial_credit_rules" in dropped
+    assert metric(at, "Total points") == "100"
+    at.button(key="rubrics_save").click().run()
+    assert not at.exception
+    r = in_force(app_data, "r-strings-dates")
+    assert r.criteria[0].id == "part1-setup"
+
+
+def test_preview_names_a_grade_it_cannot_rescore(app_data):
+    """A grade whose notebook the store does not hold (saved without its file): a changed
+    check cannot be evaluated for it, and the preview says so instead of guessing."""
+    a = load_assignment(RETAIL)
+    item = GradeInput("partial.ipynb", (RETAIL / "submissions" / "partial.ipynb").read_bytes(),
+                      "student007", "student007")
+    report = Grader(a, GradeOptions(execute=False, use_llm=False)).grade(item)
+    with Store(app_data / "grader.db") as store:
+        aid = store.upsert_assignment(a.name, a.title, a.language, a.root)
+        rv = store.add_rubric_version(aid, a.rubric.version, dumps(a.rubric))
+        store.save_grade(store.add_submission(aid, item.sha256, item.name, "student007",
+                                              "student007"), rv, report)
+    at = page()
+    at.session_state["rubrics_checks"] = edits(edited_rows={0: {"target": "orders"}})
+    at.run()
+    at.button(key="rubrics_preview").click().run()
+    assert not at.exception
+    assert "student007: the notebook is not stored" in texts(at.warning)
+    assert at.dataframe[-1].value["new score"].isna().all()
+
+
+def test_an_assignment_that_cannot_load_is_named(app_data):
+    broken = app_data / "assignments" / "broken-hw"
+    broken.mkdir(parents=True)
+    (broken / "assignment.toml").write_text('rubric = "missing.json"\n', encoding="utf-8")
+    at = page()
+    assert "broken-hw" in texts(at.warning)
+    assert "broken-hw" not in at.selectbox(key="rubrics_assignment").options
