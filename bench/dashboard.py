@@ -146,11 +146,11 @@ def bench_app(data: Path, repeat: int) -> dict[str, float]:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from pages.shared import get_warmup
+    from app_pages.shared import get_warmup
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
-    at.switch_page("pages/dashboard.py")
+    at.switch_page("app_pages/dashboard.py")
     at.run()
     get_warmup().wait(300)  # the models load in the background; let them finish first
     at.selectbox(key="dash_window").set_value("Last 24 hours").run()  # all the requests

@@ -84,7 +84,7 @@ def app_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def open_app(page: str | None = None, timeout: float = 180):
-    """The app in Streamlit's AppTest, run once, on ``page`` (e.g. "pages/review.py")."""
+    """The app in Streamlit's AppTest, run once, on ``page`` (e.g. "app_pages/review.py")."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=timeout)

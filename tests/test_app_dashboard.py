@@ -16,7 +16,7 @@ from inference.metrics import MetricsHistory
 from inference.types import RequestMetrics
 from tests.conftest import open_app
 
-PAGE = "pages/dashboard.py"
+PAGE = "app_pages/dashboard.py"
 
 
 def fill_history(data: Path, n: int = 40, old: int = 5) -> None:

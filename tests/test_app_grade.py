@@ -12,7 +12,7 @@ from tests.conftest import open_app
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"
-PAGE = "pages/grade.py"
+PAGE = "app_pages/grade.py"
 
 
 def _options(at, *, execute: bool = True, llm: bool = False) -> None:

@@ -15,7 +15,7 @@ from tests.conftest import open_app
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBS = ROOT / "examples" / "retail-sales" / "submissions"
-PAGE = "pages/review.py"
+PAGE = "app_pages/review.py"
 pytestmark = pytest.mark.slow
 
 

@@ -47,7 +47,7 @@ def in_force(data: Path, name: str):
 
 
 def page(name: str = "retail-sales"):
-    at = open_app("pages/rubrics.py")
+    at = open_app("app_pages/rubrics.py")
     at.selectbox(key="rubrics_assignment").set_value(name).run()
     assert not at.exception
     return at

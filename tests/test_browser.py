@@ -85,7 +85,13 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2000},
                                     accept_downloads=True)
-            page.goto(app_url)
+            # a deep link on a fresh server: the four pages, nothing else, in the menu
+            page.goto(f"{app_url}/review")
+            expect(page.get_by_text("No grades yet")).to_be_visible(timeout=60_000)
+            nav = page.get_by_test_id("stSidebarNav").get_by_role("link")
+            labels = [text.split("\n")[-1] for text in nav.all_inner_texts()]  # after the icon
+            assert labels == ["Grade", "Dashboard", "Rubrics", "Review"]
+            nav.filter(has_text="Grade").click()
             expect(page.get_by_role("heading", name="Grade")).to_be_visible(timeout=60_000)
 
             # pick the Python example, upload one of its submissions, grade with the models

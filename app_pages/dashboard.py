@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.shared import anonymous, get_client, get_store, sidebar
 from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
 from inference import dashboard as dash
 from inference.views import metrics_rows
-from pages.shared import anonymous, get_client, get_store, sidebar
 
 sidebar()
 client = get_client()

@@ -12,6 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared import anonymous, get_store, get_workspace, sidebar
 from grader.errors import GraderError, RubricError
 from grader.rescore import changes, preview_rescore, preview_rows
 from grader.rubric import KINDS, Rubric
@@ -23,7 +24,6 @@ from grader.rubric_edit import (
     rubric_from_rows,
 )
 from grader.workspace import Upload, read_rubric_upload
-from pages.shared import anonymous, get_store, get_workspace, sidebar
 
 sidebar()
 workspace = get_workspace()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.components import download_buttons, report_detail
+from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, start_grading
 from grader.layers.base import GradeOptions
 from grader.report_views import problem_lines, result_rows
 from grader.workspace import Upload
-from pages.components import download_buttons, report_detail
-from pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 
 sidebar()
 workspace, store = get_workspace(), get_store()

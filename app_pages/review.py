@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.components import download_buttons, report_detail
+from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.errors import GraderError
 from grader.layers.base import GradeOptions
 from grader.report_views import diff_rows
@@ -16,8 +18,6 @@ from grader.review import (
     regrade,
     submission_cells,
 )
-from pages.components import download_buttons, report_detail
-from pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 
 sidebar()
 workspace, store = get_workspace(), get_store()
