@@ -3,8 +3,8 @@
 Starts `streamlit run app.py` on a free loopback port with a fresh data folder,
 uploads a bundled submission on the Grade page, grades it with the embedded
 models, reads the score, downloads the Canvas CSV, and saves screenshots of the
-results and of the dashboard under artifacts/browser/ (git-ignored; the README's
-screenshot is one of them).
+results and of the dashboard under artifacts/browser/ (git-ignored). With
+UPDATE_SCREENSHOTS=1 it also copies them to docs/screenshots/ for the README.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "artifacts" / "browser"
+SCREENSHOTS = ROOT / "docs" / "screenshots"  # written only with UPDATE_SCREENSHOTS=1
 SUBMISSION = ROOT / "examples" / "retail-sales" / "submissions" / "partial.ipynb"
 # Chromium as root in a container, on a machine with no way out: no sandbox, no GPU,
 # none of the background connections it would try at start.
@@ -129,3 +131,7 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             browser.close()
     assert (ARTIFACTS / "results.png").stat().st_size > 10_000
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+    if os.environ.get("UPDATE_SCREENSHOTS"):  # the README's pictures
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ARTIFACTS / "results.png", SCREENSHOTS / "grade.png")
+        shutil.copyfile(ARTIFACTS / "dashboard.png", SCREENSHOTS / "dashboard.png")
