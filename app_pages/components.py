@@ -1,4 +1,5 @@
-"""Streamlit pieces the Grade and Review pages share: a report's detail, downloads.
+"""Streamlit pieces the Grade and Review pages share: a job's live progress, a report's
+detail, downloads.
 
 Drawing only; the rows come from grader.report_views.
 """
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from grader.jobs import GradeJob
 from grader.report_views import (
     criterion_rows,
     downloads,
@@ -66,3 +68,28 @@ def download_buttons(reports: Sequence[GradeReport], title: str, stem: str, key:
     for col, d in zip(st.columns(len(files)), files, strict=True):
         col.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime,
                             key=f"{key}_{d.file_name}", on_click="ignore")
+
+
+def follow_job(job: GradeJob, hide_names: bool) -> None:
+    """Draw a running job live until it ends: progress, each notebook's layers, and the
+    models' text as it is decoded. Grades are saved by the job as they are made, so a
+    redraw cut short (the user leaves) loses nothing."""
+    with st.status(f"Grading for {job.assignment}...", expanded=True) as status:
+        bar = st.progress(0.0)
+        table, stream = st.empty(), st.empty()
+        version = -1
+        while True:
+            finished = job.finished  # read before the snapshot, so the last one is complete
+            snap = job.wait(version)
+            version = snap.version
+            bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
+            table.dataframe(snap.rows(hide_names), hide_index=True, width="stretch")
+            now = snap.current()
+            if now is not None and now.streams:
+                stream.code("\n\n".join(f"[{layer}] ...{text}" for layer, text
+                                        in sorted(now.streams.items())), language="json")
+            if finished:
+                break
+        stream.empty()
+        status.update(label=f"Graded {snap.done} of {snap.total} notebooks in "
+                            f"{job.result.seconds:.0f} s", state="complete", expanded=False)

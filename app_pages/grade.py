@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.components import download_buttons, report_detail
+from app_pages.components import download_buttons, follow_job, report_detail
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, start_grading
@@ -104,25 +104,7 @@ if st.button("Grade", type="primary", key="grade_run"):
 # -- live progress -------------------------------------------------------------------
 job: GradeJob | None = st.session_state.get("grade_job")
 if job is not None and not job.finished:
-    with st.status(f"Grading for {job.assignment}...", expanded=True) as status:
-        bar = st.progress(0.0)
-        table, stream = st.empty(), st.empty()
-        version = -1
-        while True:
-            finished = job.finished  # read before the snapshot, so the last one is complete
-            snap = job.wait(version)
-            version = snap.version
-            bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
-            table.dataframe(snap.rows(anonymous()), hide_index=True, width="stretch")
-            now = snap.current()
-            if now is not None and now.streams:
-                stream.code("\n\n".join(f"[{layer}] ...{text}" for layer, text
-                                        in sorted(now.streams.items())), language="json")
-            if finished:
-                break
-        stream.empty()
-        status.update(label=f"Graded {snap.done} of {snap.total} notebooks in "
-                            f"{job.result.seconds:.0f} s", state="complete", expanded=False)
+    follow_job(job, anonymous())
 
 # -- results -------------------------------------------------------------------------
 if job is not None and job.finished:

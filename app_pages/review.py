@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.components import download_buttons, report_detail
+from app_pages.components import download_buttons, follow_job, report_detail
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.errors import GraderError
+from grader.jobs import GradeJob, start_regrading
 from grader.layers.base import GradeOptions
-from grader.report_views import diff_rows
+from grader.report_views import diff_rows, problem_lines
 from grader.review import (
     REVIEW_CHOICES,
     ReviewFilter,
@@ -16,6 +17,7 @@ from grader.review import (
     find_grades,
     grade_rows,
     regrade,
+    regrade_rows,
     submission_cells,
 )
 
@@ -54,6 +56,31 @@ if not rows:
     st.stop()
 reports = [store.get_report(g.id, hidden) for g in rows]
 download_buttons(reports, titles[name], name, "review_dl")
+
+in_force = workspace.load(name).rubric.version
+with st.expander(f"Regrade the {len(rows)} grades shown with the rubric in force "
+                 f"({in_force})"):
+    st.caption("From the stored notebooks. The earlier grades stay in the store (filter by "
+               "rubric version); overrides stay with the grade they were made on.")
+    all_llm = st.checkbox("With the models (L3, L4)", False, key="review_all_llm")
+    if st.button("Regrade all shown", key="review_regrade_all"):
+        try:
+            st.session_state["review_job"] = start_regrading(
+                workspace, [g.id for g in rows], GradeOptions(use_llm=all_llm),
+                get_client() if all_llm else None)
+        except GraderError as exc:
+            st.error(f"Cannot regrade: {exc}")
+job: GradeJob | None = st.session_state.get("review_job")
+if job is not None and job.assignment == name:
+    if not job.finished:
+        follow_job(job, hidden)
+        st.rerun()  # the listing above predates the new grades
+    if job.result.error:
+        st.error(f"The regrade stopped: {job.result.error}. Grades finished before are saved.")
+    for line in problem_lines(job.result.problems, hidden):
+        st.error(line)
+    st.caption(f"Last regrade ({job.result.seconds:.0f} s): score before and after")
+    st.dataframe(regrade_rows(store, job.result, hidden), hide_index=True, width="stretch")
 
 # -- one grade -----------------------------------------------------------------------
 labels = {g.id: f"{g.display_name or g.file} ({g.file}): {g.score if g.score is not None else '-'}"

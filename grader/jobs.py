@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from inference import DisaggregatedClient
 
 from .archive import InputProblem, expand_uploads
 from .batch import grade_batch
+from .errors import StoreError
 from .layers.base import GradeOptions
 from .pipeline import GradeInput, Grader
 from .progress import BoardSnapshot, ProgressBoard
@@ -42,24 +43,32 @@ class JobResult:
     reused: int = 0
     error: str = ""  # the job itself failed (the assignment could not be loaded, ...)
     seconds: float = 0.0
+    # Regrades: for each notebook graded, the grade it was graded again from, as it was
+    # then: (grade id, rubric version, score).
+    before: list[tuple[int, str, float | None]] = field(default_factory=list)
 
     def stored(self, store: Store, anonymous: bool = False) -> list[tuple[int, GradeReport]]:
         """The job's grades as stored now: with overrides, and pseudonyms when asked."""
         return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids if gid > 0]
 
 
+Collect = Callable[[], tuple[list[GradeInput], list[InputProblem]]]
+
+
 class GradeJob:
-    def __init__(self, workspace: Workspace, assignment: str, uploads: Sequence[Upload],
+    def __init__(self, workspace: Workspace, assignment: str, collect: Collect,
                  options: GradeOptions, client: DisaggregatedClient | None,
                  workers: int = 1, regrade: bool = False) -> None:
+        """``collect`` gives the notebooks to grade and the files that cannot be (it runs
+        in the job's thread: expanding a large ZIP does not hold the page up)."""
         self.workspace = workspace
         self.assignment = assignment
-        self.uploads = list(uploads)
+        self.collect = collect
         self.options = options
         self.client = client if options.use_llm else None
         self.workers = workers
         self.regrade = regrade
-        self.total = 0  # notebooks to grade, known once the uploads are expanded
+        self.total = 0  # notebooks to grade, known once collected
         self.result = JobResult(assignment)
         self.board = ProgressBoard()
         self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
@@ -75,9 +84,7 @@ class GradeJob:
     def _run(self) -> None:
         t0 = time.perf_counter()
         try:
-            files, problems = expand_uploads([(u.name, u.data) for u in self.uploads])
-            self.result.problems = problems
-            items = [GradeInput.from_submission(f) for f in files]
+            items, self.result.problems = self.collect()
             self.total = len(items)
             self.board.set_total(len(items))
             assignment = self.workspace.load(self.assignment)
@@ -114,4 +121,40 @@ def start_grading(workspace: Workspace, assignment: str, uploads: Sequence[Uploa
                   options: GradeOptions, client: DisaggregatedClient | None,
                   workers: int = 1, regrade: bool = False) -> GradeJob:
     """Start grading ``uploads`` (notebooks and ZIPs) for ``assignment`` in the background."""
-    return GradeJob(workspace, assignment, uploads, options, client, workers, regrade).start()
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        files, problems = expand_uploads([(u.name, u.data) for u in uploads])
+        return [GradeInput.from_submission(f) for f in files], problems
+
+    return GradeJob(workspace, assignment, collect, options, client, workers, regrade).start()
+
+
+def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: GradeOptions,
+                    client: DisaggregatedClient | None, workers: int = 1) -> GradeJob:
+    """Grade stored submissions again, from their stored bytes, with the rubric now in force
+    (after a rubric edit, say). All grades must be of one assignment. ``result.before``
+    holds, for each notebook graded, the grade it was graded again from."""
+    store = workspace.store
+    if not grade_ids:
+        raise StoreError("no grades to regrade")
+    rows = [store.get_grade(gid) for gid in grade_ids]
+    if len({r.assignment_id for r in rows}) != 1:
+        raise StoreError("regrading grades of several assignments at once")
+    name = store.assignment_name(rows[0].assignment_id)
+    job: GradeJob
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        items, problems, before = [], [], []
+        for r in rows:
+            data = store.get_file(r.sha256)
+            if data is None:
+                problems.append(InputProblem(r.file, "its content was not kept: upload it on "
+                                                     "the Grade page"))
+                continue
+            items.append(GradeInput(r.file, data, r.student_id, r.display_name))
+            before.append((r.id, r.rubric_version, r.score))
+        job.result.before = before
+        return items, problems
+
+    job = GradeJob(workspace, name, collect, options, client, workers, regrade=True)
+    return job.start()

@@ -18,6 +18,7 @@ from inference import DisaggregatedClient
 
 from .batch import grade_batch
 from .errors import StoreError
+from .jobs import JobResult
 from .layers.base import GradeOptions
 from .notebook import load_notebook
 from .pipeline import GradeInput, Grader
@@ -124,3 +125,20 @@ def regrade(store: Store, workspace: Workspace, grade_id: int, options: GradeOpt
         raise StoreError(f"{real.file}: the regrade was not stored")
     log.info("regraded grade %d of %s as grade %d", grade_id, name, new.id)
     return Regrade(before, store.get_report(new.id, anonymous), new.id)
+
+
+def regrade_rows(store: Store, result: JobResult, anonymous: bool = False) -> list[dict[str, Any]]:
+    """What a regrade job changed, per student: rubric version and score before and after."""
+    rows = []
+    for (old_id, old_version, old_score), new_id in zip(result.before, result.grade_ids,
+                                                        strict=False):
+        if new_id <= 0:
+            continue
+        new = store.get_grade(new_id, anonymous)
+        rows.append({"student": new.display_name or new.student_id or new.file,
+                     "rubric before": old_version, "before": old_score,
+                     "rubric after": new.rubric_version, "after": new.score,
+                     "change": None if old_score is None or new.score is None
+                     else round(new.score - old_score, 4),
+                     "grade before": old_id, "grade after": new_id})
+    return rows

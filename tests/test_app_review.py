@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from grader.batch import grade_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
+from grader.rubric import with_criteria
 from grader.store import Store
 from grader.workspace import Workspace
 from tests.conftest import open_app
@@ -33,6 +35,10 @@ def graded(app_data: Path) -> dict[str, int]:
         return {g.student_id: g.id for g in store.list_grades(ws.assignment_id(a.name))}
     finally:
         store.close()
+
+
+def _save_override(at) -> None:
+    next(b for b in at.button if b.label == "Save override").click().run()
 
 
 def _table(at):
@@ -63,7 +69,7 @@ def test_override_is_audited_and_changes_the_score(graded):
     at.text_input(key="review_who").set_value("instructor-a")
     at.number_input(key="review_ov_points").set_value(0.0)
     at.text_input(key="review_ov_reason").set_value("checked by hand")
-    at.button[0].click().run()  # the override form's submit button
+    _save_override(at)
     assert not at.exception, at.exception
     audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
     assert list(audit["why"]) == ["checked by hand"]
@@ -78,7 +84,7 @@ def test_override_without_a_reason_is_refused(graded):
     at = open_app(PAGE)
     at.text_input(key="review_who").set_value("instructor-a")
     at.number_input(key="review_ov_points").set_value(1.0)
-    at.button[0].click().run()
+    _save_override(at)
     assert not at.exception
     assert "needs a reason" in at.error[0].value
 
@@ -110,3 +116,26 @@ def test_no_grades_yet_says_so(app_data):
     at = open_app(PAGE)
     assert not at.exception
     assert "No grades yet" in at.info[0].value
+
+
+def test_regrade_all_after_a_rubric_edit_shows_each_change(graded, app_data):
+    store = Store(app_data / "grader.db")
+    try:
+        ws = Workspace(store, app_data / "assignments")
+        rubric = ws.load("retail-sales").rubric
+        doubled = [dataclasses.replace(c, points=2 * c.points) if c.id == "q1-regions" else c
+                   for c in rubric.criteria]
+        new = ws.save_rubric("retail-sales", with_criteria(rubric, doubled), "q1 counts double")
+    finally:
+        store.close()
+    at = open_app(PAGE)
+    at.button(key="review_regrade_all").click().run()
+    assert not at.exception, at.exception
+    changes = next(d.value for d in at.dataframe if "rubric after" in d.value.columns)
+    assert set(changes["rubric after"]) == {new.version}
+    by = changes.set_index("student")
+    assert by.loc["student042", "before"] == 20
+    assert by.loc["student042", "after"] == 22  # q1-regions: 2 more points of a full answer
+    assert (by["change"] >= 0).all()
+    # the listing now holds both versions' grades
+    assert len(_table(at)) == 6

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import threading
 import zipfile
@@ -10,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from grader.errors import StoreError
 from grader.events import GradeEvent, describe
-from grader.jobs import start_grading
+from grader.jobs import start_grading, start_regrading
 from grader.layers.base import GradeOptions, Layer, SubmissionContext
 from grader.pipeline import GradeInput, Grader
 from grader.progress import STREAM_CHARS, ProgressBoard
 from grader.report_views import diff_rows, downloads, notebook_cells, result_rows
-from grader.review import ReviewFilter, find_grades, regrade, submission_cells
+from grader.review import ReviewFilter, find_grades, regrade, regrade_rows, submission_cells
+from grader.rubric import with_criteria
 from grader.store import Store
 from grader.types import LayerResult
 from grader.workspace import Upload, Workspace
@@ -186,3 +189,42 @@ def test_review_filters_regrade_diff_and_redaction(ws: Workspace):
     assert done.grade_id == gid  # same rubric: the grade is replaced, overrides kept
     assert rows["total"]["before"] == rows["total"]["after"] == 18.0
     assert rows["load-data"]["change"] == 0
+
+
+def test_regrading_uses_the_stored_bytes_and_the_rubric_in_force(ws: Workspace):
+    job = start_grading(ws, "retail-sales", [_up("complete", "student042.ipynb"),
+                                            _up("partial", "student043.ipynb")],
+                        GradeOptions(), None)
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    old = job.result.grade_ids
+    rubric = ws.load("retail-sales").rubric
+    lighter = [dataclasses.replace(c, points=c.points / 2) if c.id == "load-data" else c
+               for c in rubric.criteria]
+    new = ws.save_rubric("retail-sales", with_criteria(rubric, lighter), "half the loading")
+    again = start_regrading(ws, old, GradeOptions(), None)
+    while not again.finished:
+        again.wait(-1, timeout=1)
+    assert again.result.error == ""
+    assert [b[0] for b in again.result.before] == old
+    assert all(b[1] == rubric.version for b in again.result.before)
+    rows = regrade_rows(ws.store, again.result)
+    assert [r["rubric after"] for r in rows] == [new.version, new.version]
+    assert rows[0]["change"] == -1.0  # student042 had the full 2 points of load-data
+    assert set(again.result.grade_ids).isdisjoint(old)  # new grades; the old ones stay
+
+
+def test_regrading_nothing_or_several_assignments_is_refused(ws: Workspace):
+    with pytest.raises(StoreError, match="no grades"):
+        start_regrading(ws, [], GradeOptions(), None)
+    ids = []
+    for name, sub in (("retail-sales", SUBS / "complete.ipynb"),
+                      ("r-joins", ROOT / "examples" / "r-joins" / "submissions" /
+                       "complete.ipynb")):
+        job = start_grading(ws, name, [Upload("student042.ipynb", sub.read_bytes())],
+                            GradeOptions(execute=False), None)
+        while not job.finished:
+            job.wait(-1, timeout=1)
+        ids += job.result.grade_ids
+    with pytest.raises(StoreError, match="several assignments"):
+        start_regrading(ws, ids, GradeOptions(), None)
