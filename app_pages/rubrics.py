@@ -233,6 +233,6 @@ if st.button("Save as new version", key="rubrics_save", type="primary", disabled
         else:
             st.session_state["rubrics_flash"] = (
                 f"Saved rubric version {row.version}: it is now in force for {name}. "
-                "Grades made before keep their version; regrade to apply it.")
+                "Grades made before keep their version; regrade them on the Review page.")
             st.session_state["rubrics_draft"] = None
             st.rerun()
