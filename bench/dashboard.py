@@ -26,7 +26,6 @@ object:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import random
@@ -47,6 +46,8 @@ from grader.types import GradeReport, LayerResult
 from inference import DisaggregatedClient, RequestMetrics, default_config
 from inference import dashboard as dash
 from inference.metrics import MetricsHistory
+
+from .report import emit
 
 log = logging.getLogger("bench.dashboard")
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,11 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             log.info("AppTest reruns of the page (loading the models first)...")
             out.update(bench_app(data, repeat))
             out["app_budget_ratio"] = out["app_rerun_seconds"] / 1.0
-    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
-    if not args.json:
-        for k, v in out.items():
-            print(f"{k:>26}: {v}")
-    print(json.dumps(out))
+    emit(out, args.json)
     return 0
 
 

@@ -22,7 +22,6 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import sys
@@ -35,6 +34,7 @@ from inference import DisaggregatedClient, EngineConfig, GenerationRequest, Rout
 from inference.models import BUILTIN_MODELS
 
 from .llama_bench import ensure_llama_bench, llama_cpp_version, run_llama_bench
+from .report import emit
 
 log = logging.getLogger("bench.engine")
 
@@ -184,11 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("prefix reuse...")
         out.update(bench_prefix_reuse(client, 1500))
     out["bench_seconds"] = time.perf_counter() - t_start
-    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
-    if not args.json:
-        for k, v in out.items():
-            print(f"{k:>26}: {v}")
-    print(json.dumps(out))
+    emit(out, args.json)
     return 0
 
 

@@ -20,7 +20,6 @@ time of the two model requests / their wall time; 2.0 is full overlap).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -30,6 +29,8 @@ from pathlib import Path
 from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
+
+from .report import emit
 
 log = logging.getLogger("bench.grader")
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
@@ -110,10 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.llm:
         out.update(bench_llm(assignment, items))
-    if not args.json:
-        for k, v in out.items():
-            print(f"{k:>24}: {v}")
-    print(json.dumps(out))
+    emit(out, args.json)
     return 0
 
 
