@@ -20,9 +20,15 @@ def _options(at, *, execute: bool = True, llm: bool = False) -> None:
     at.checkbox(key="grade_llm").set_value(llm)
 
 
-def _results(at):
+def _grade_sample(sample: str):
+    """The app after grading one of retail-sales' samples with all four layers."""
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.multiselect(key="grade_samples").set_value([sample])
+    _options(at, llm=True)
+    at.button(key="grade_run").click().run()
     assert not at.exception, at.exception
-    return at.dataframe[-1].value  # the results table is the last table before the detail
+    return at
 
 
 @pytest.mark.slow
@@ -91,12 +97,7 @@ def test_creating_an_assignment_selects_it(app_data):
 @pytest.mark.llm
 @pytest.mark.slow
 def test_sample_graded_with_the_models_shows_evidence_and_measured_requests(app_data):
-    at = open_app(PAGE)
-    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
-    at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
-    _options(at, llm=True)
-    at.button(key="grade_run").click().run()
-    assert not at.exception, at.exception
+    at = _grade_sample("partial.ipynb")
     assert not at.error
     (status,) = at.status
     assert status.state == "complete"
@@ -122,12 +123,7 @@ def test_a_failing_model_layer_sends_criteria_to_review(app_data, tmp_path, monk
     config.write_text(f'[models.broken]\npath = "{broken}"\n\n[roles.code]\nmodel = "broken"\n'
                       '\n[roles.feedback]\nmodel = "broken"\n')
     monkeypatch.setenv("GRADER_CONFIG", str(config))
-    at = open_app(PAGE)
-    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
-    at.multiselect(key="grade_samples").set_value(["complete.ipynb"])
-    _options(at, llm=True)
-    at.button(key="grade_run").click().run()
-    assert not at.exception, at.exception
+    at = _grade_sample("complete.ipynb")
     results = at.dataframe[1].value
     assert results["score"][0] == 20  # deterministic evidence stands
     assert results["needs review"][0]  # but the criteria the models could not read go to review
