@@ -6,12 +6,11 @@ Drawing only; the rows come from grader.report_views.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import streamlit as st
 
 from grader.jobs import GradeJob
 from grader.report_views import (
+    Reports,
     criterion_rows,
     downloads,
     evidence_rows,
@@ -63,10 +62,12 @@ def report_detail(r: GradeReport, key: str) -> None:
         st.dataframe(layer_rows(r), hide_index=True, width="stretch")
 
 
-def download_buttons(reports: Sequence[GradeReport], title: str, stem: str, key: str) -> None:
+def download_buttons(reports: Reports, title: str, stem: str, key: str) -> None:
+    """Canvas CSV, CSV, JSON and feedback ZIP; each file is made when its button is
+    clicked (``reports`` may be a function that loads them then)."""
     files = downloads(reports, title, stem)
     for col, d in zip(st.columns(len(files)), files, strict=True):
-        col.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime,
+        col.download_button(d.label, d.make, file_name=d.file_name, mime=d.mime,
                             key=f"{key}_{d.file_name}", on_click="ignore")
 
 

@@ -54,8 +54,9 @@ st.caption(f"{len(rows)} of {len(everything)} grades")
 st.dataframe(grade_rows(rows), hide_index=True, width="stretch")
 if not rows:
     st.stop()
-reports = [store.get_report(g.id, hidden) for g in rows]
-download_buttons(reports, titles[name], name, "review_dl")
+ids = [g.id for g in rows]
+download_buttons(lambda: [store.get_report(i, hidden) for i in ids], titles[name], name,
+                 "review_dl")
 
 in_force = workspace.load(name).rubric.version
 with st.expander(f"Regrade the {len(rows)} grades shown with the rubric in force "
@@ -86,7 +87,7 @@ if job is not None and job.assignment == name:
 labels = {g.id: f"{g.display_name or g.file} ({g.file}): {g.score if g.score is not None else '-'}"
           f" / {g.max_score:g}" for g in rows}
 gid = st.selectbox("Grade", list(labels), format_func=labels.__getitem__, key="review_grade")
-report = reports[[g.id for g in rows].index(gid)]
+report = store.get_report(gid, hidden)
 language = workspace.load(name).language
 left, right = st.columns([1, 1])
 with left:

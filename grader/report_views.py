@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,25 +205,37 @@ def feedback_zip(reports: Sequence[GradeReport], title: str) -> bytes:
     return buf.getvalue()
 
 
+Reports = Sequence[GradeReport] | Callable[[], Sequence[GradeReport]]
+
+
 @dataclass(frozen=True, slots=True)
 class Download:
+    """A download button's file, made when asked (``make``): a class's JSON is megabytes,
+    and a page should not build every file on every redraw."""
+
     label: str
     file_name: str
-    data: bytes
+    make: Callable[[], bytes]
     mime: str
 
 
-def downloads(reports: Sequence[GradeReport], title: str, stem: str) -> list[Download]:
-    """The files of the download buttons: Canvas CSV, full CSV, JSON, feedback ZIP."""
+def downloads(reports: Reports, title: str, stem: str) -> list[Download]:
+    """The files of the download buttons: Canvas CSV, full CSV, JSON, feedback ZIP.
+    ``reports`` may be a function that loads them, called when a file is made."""
     stem = safe_stem(stem)
+
+    def load() -> Sequence[GradeReport]:
+        return reports() if callable(reports) else reports
+
     return [
-        Download("Canvas CSV", f"{stem}-canvas.csv", canvas_csv(reports, title).encode(),
+        Download("Canvas CSV", f"{stem}-canvas.csv",
+                 lambda: canvas_csv(load(), title).encode(), "text/csv"),
+        Download("Grades CSV", f"{stem}-grades.csv", lambda: plain_csv(load()).encode(),
                  "text/csv"),
-        Download("Grades CSV", f"{stem}-grades.csv", plain_csv(reports).encode(), "text/csv"),
-        Download("JSON", f"{stem}-grades.json", json_export(reports).encode(),
+        Download("JSON", f"{stem}-grades.json", lambda: json_export(load()).encode(),
                  "application/json"),
-        Download("Feedback (ZIP of HTML)", f"{stem}-feedback.zip", feedback_zip(reports, title),
-                 "application/zip"),
+        Download("Feedback (ZIP of HTML)", f"{stem}-feedback.zip",
+                 lambda: feedback_zip(load(), title), "application/zip"),
     ]
 
 

@@ -284,13 +284,14 @@ class Store(StoreFilesMixin):
         ``overrides=False`` gives the report as the grader made it (to copy it
         for another student who handed in the same file).
         """
-        if anonymous:  # assign pseudonyms first, as list_grades does
-            self.anonymise(self.get_grade(grade_id).assignment_id)
         with self._tx(f"read grade {grade_id}", write=False) as c:
             report = self._effective(c, grade_id, overrides)
-            sid, name, pseudonym = c.execute(
-                "SELECT s.student_id, s.display_name, s.pseudonym FROM grades g JOIN submissions "
-                "s ON s.id = g.submission_id WHERE g.id = ?", (grade_id,)).fetchone()
+            sid, name, pseudonym, aid, file = c.execute(
+                "SELECT s.student_id, s.display_name, s.pseudonym, s.assignment_id, s.file FROM "
+                "grades g JOIN submissions s ON s.id = g.submission_id WHERE g.id = ?",
+                (grade_id,)).fetchone()
+        if anonymous and pseudonym is None:  # assign pseudonyms first, as list_grades does
+            pseudonym = self.anonymise(aid)[name or sid or file]
         if anonymous:
             return dataclasses.replace(report, student_id="", display_name=pseudonym or "",
                                        file=anonymous_file(pseudonym or "", report.file))

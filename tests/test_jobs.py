@@ -140,10 +140,10 @@ def test_downloads_hold_canvas_csv_json_and_a_feedback_page_each(ws: Workspace):
         job.wait(-1, timeout=1)
     reports = [rep for _, rep in job.result.stored(ws.store, anonymous=True)]
     files = {d.label: d for d in downloads(reports, "Retail sales", "retail sales")}
-    canvas = list(csv.reader(io.StringIO(files["Canvas CSV"].data.decode())))
+    canvas = list(csv.reader(io.StringIO(files["Canvas CSV"].make().decode())))
     assert [row[0] for row in canvas[2:]] == ["Student 001", "Student 002"]
     assert files["Canvas CSV"].file_name == "retail_sales-canvas.csv"
-    with zipfile.ZipFile(io.BytesIO(files["Feedback (ZIP of HTML)"].data)) as z:
+    with zipfile.ZipFile(io.BytesIO(files["Feedback (ZIP of HTML)"].make())) as z:
         names = z.namelist()
         assert names == ["feedback/Student_001.html", "feedback/Student_002.html"]
         assert b"student04" not in b"".join(z.read(n) for n in names)
