@@ -108,6 +108,8 @@ with left:
             st.code(c.source or " ", language=language)
             if c.outputs:
                 (st.error if c.has_error else st.text)(c.outputs[:4000])
+            for png in c.images:
+                st.image(png)
 with right:
     st.subheader(f"Grade {gid}")
     report_detail(report, "review_detail")

@@ -8,6 +8,8 @@ from the reports (points) and the engine's measurements (tok/s, TTFT).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import re
 import zipfile
@@ -17,7 +19,7 @@ from typing import Any
 
 from .archive import InputProblem
 from .export import canvas_csv, feedback_html, json_export, plain_csv
-from .notebook import load_notebook
+from .notebook import load_both
 from .template import match_template
 from .types import GradeReport, Notebook
 
@@ -172,19 +174,47 @@ class CellView:
     outputs: str  # the outputs as plain text
     origin: str  # "student", "modified" (template cell the student changed), "template"
     has_error: bool
+    images: tuple[bytes, ...] = ()  # PNG outputs (plots), as stored in the notebook
+
+
+MAX_IMAGES_PER_CELL = 4
+MAX_IMAGE_BYTES = 2 * 1024 * 1024
+
+
+def _png_outputs(cell: Any) -> tuple[bytes, ...]:
+    """The PNG images a code cell's stored outputs hold (the plots), capped in number and
+    size; anything that is not valid base64 PNG is left out."""
+    found = []
+    for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+        b64 = (out.get("data") or {}).get("image/png")
+        if isinstance(b64, list):
+            b64 = "".join(b64)
+        if not isinstance(b64, str) or len(b64) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+            continue
+        try:
+            png = base64.b64decode(b64, validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        if png.startswith(b"\x89PNG\r\n\x1a\n"):
+            found.append(png)
+        if len(found) == MAX_IMAGES_PER_CELL:
+            break
+    return tuple(found)
 
 
 def notebook_cells(data: bytes, name: str, template: Notebook | None = None,
                    placeholders: Sequence[str] = ()) -> list[CellView]:
     """A submission's cells for display, each labelled by who wrote it (against the
-    template when given). Raises NotebookError naming the file when unreadable."""
-    nb = load_notebook(data, name)
+    template when given), with their text outputs and plots. Raises NotebookError naming
+    the file when unreadable."""
+    nb, raw = load_both(data, name)
     origins: dict[str, str] = {}
     if template is not None:
         match = match_template(template, nb, tuple(placeholders))
         origins = {o.cell.id: o.status for o in match.origins}
     return [CellView(c.index, c.kind, c.source, c.output_text,
-                     origins.get(c.id, "student"), c.has_error) for c in nb.cells]
+                     origins.get(c.id, "student"), c.has_error, _png_outputs(node))
+            for c, node in zip(nb.cells, raw.cells, strict=True)]
 
 
 def safe_stem(text: str) -> str:

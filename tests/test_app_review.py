@@ -60,6 +60,7 @@ def test_lists_filters_and_shows_the_notebook_beside_the_grade(graded):
     assert any("student" in c and "code" in c for c in captions)
     assert any("template" in c for c in captions)
     assert len(at.code) > 3
+    assert at.image  # student044's stored plot is drawn too
 
 
 def test_override_is_audited_and_changes_the_score(graded):

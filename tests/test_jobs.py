@@ -228,3 +228,31 @@ def test_regrading_nothing_or_several_assignments_is_refused(ws: Workspace):
         ids += job.result.grade_ids
     with pytest.raises(StoreError, match="several assignments"):
         start_regrading(ws, ids, GradeOptions(), None)
+
+
+def test_notebook_cells_carry_the_stored_plots_and_skip_what_is_not_a_png():
+    import base64
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import nbformat
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([1, 2, 3])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    png = buf.getvalue()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("plot()", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            "image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}),
+        nbformat.v4.new_output("display_data", data={
+            "image/png": base64.b64encode(b"GIF89a not a png").decode()}),
+    ]), nbformat.v4.new_markdown_cell("Some **text**")]
+    cells = notebook_cells(nbformat.writes(nb).encode(), "student042.ipynb")
+    assert cells[0].images == (png,)
+    assert "<Figure>" in cells[0].outputs
+    assert cells[1].images == ()
