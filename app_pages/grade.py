@@ -5,7 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.components import download_buttons, follow_job, report_detail
-from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
+from app_pages.shared import (
+    anonymous,
+    get_client,
+    get_store,
+    get_warmup,
+    get_workspace,
+    sidebar,
+)
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, start_grading
 from grader.layers.base import GradeOptions
@@ -91,6 +98,9 @@ with st.expander("Options"):
     use_llm = o2.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
     regrade = o3.checkbox("Regrade files graded before", False, key="grade_regrade")
     workers = o4.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
+if use_llm and not get_warmup().done:
+    st.caption(f"{get_warmup().summary()} Grading can start now: the model layers wait for "
+               "their models.")
 
 if st.button("Grade", type="primary", key="grade_run"):
     uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]

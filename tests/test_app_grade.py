@@ -153,3 +153,18 @@ def test_hidden_names_stay_hidden_while_grading_and_in_results(app_data):
     assert list(live["notebook"]) == ["notebook 1"]
     results = at.dataframe[1].value
     assert list(results["student"][:1]) == ["Student 001"]
+
+
+@pytest.mark.r
+@pytest.mark.slow
+def test_an_r_assignment_is_graded_on_the_page(app_data):
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("r-joins").run()
+    at.multiselect(key="grade_samples").set_value(["complete.ipynb", "template_only.ipynb"])
+    _options(at)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    results = at.dataframe[1].value.set_index("file")
+    assert results.loc["complete.ipynb", "%"] >= 98
+    assert results.loc["template_only.ipynb", "%"] <= 5
