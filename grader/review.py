@@ -71,10 +71,21 @@ def audit_rows(trail: Sequence[OverrideRow]) -> list[dict[str, Any]]:
              "why": o.reason} for o in trail]
 
 
-def _redact(text: str, names: Sequence[str], pseudonym: str) -> str:
+# A line where a student signs their work: "Name: ...", "**Student:** ...", "Author = ...";
+# in code only as a comment ("# Name: ..."), so that `name = ...` stays code.
+_SIGNATURE = (r"(?:student(?:'s)?\s+|full\s+)?(?:name|student|author)[\s*_]*[:=][\s*_]*)"
+              r"(\S.*?)\s*$")
+_SIGNED_TEXT = re.compile(r"^([\s>#*_-]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
+_SIGNED_COMMENT = re.compile(r"^(\s*#+\s*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
+
+
+def _redact(text: str, names: Sequence[str], pseudonym: str, code: bool = False) -> str:
+    """``text`` with the student's known names and ids, and whatever follows a "Name:"
+    (or "Student:", "Author:") at the start of a line, replaced by the pseudonym."""
     for name in sorted({n for n in names if len(n) >= 3}, key=len, reverse=True):
         text = re.sub(re.escape(name), pseudonym, text, flags=re.IGNORECASE)
-    return text
+    signed = _SIGNED_COMMENT if code else _SIGNED_TEXT
+    return signed.sub(lambda m: m.group(1) + pseudonym, text)
 
 
 def submission_cells(store: Store, workspace: Workspace, grade_id: int,
@@ -94,8 +105,8 @@ def submission_cells(store: Store, workspace: Workspace, grade_id: int,
         return cells
     pseudonym = store.get_report(grade_id, anonymous=True).display_name
     names = [real.display_name, real.student_id, real.file.rsplit(".", 1)[0]]
-    return [CellView(c.index, c.kind, _redact(c.source, names, pseudonym),
-                     _redact(c.outputs, names, pseudonym), c.origin, c.has_error)
+    return [CellView(c.index, c.kind, _redact(c.source, names, pseudonym, c.kind == "code"),
+                     _redact(c.outputs, names, pseudonym), c.origin, c.has_error, c.images)
             for c in cells]
 
 

@@ -182,6 +182,8 @@ def test_review_filters_regrade_diff_and_redaction(ws: Workspace):
     text = " ".join(c.source for c in submission_cells(ws.store, ws, gid, anonymous=True))
     assert "student042" not in text
     assert "Student 001" in text
+    assert "Robin Larkspur" not in text  # the notebook's own "Name: ..." line (fictional)
+    assert "Name: Student 001" in text
     assert "student042" in " ".join(c.source for c in submission_cells(ws.store, ws, gid))
     ws.store.override(gid, "load-data", 0.0, "checked by hand", "instructor-a")
     done = regrade(ws.store, ws, gid, GradeOptions())
