@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from app_pages.components import download_buttons, follow_job, report_detail
@@ -14,7 +16,7 @@ from app_pages.shared import (
     sidebar,
 )
 from grader.errors import GraderError, RubricError
-from grader.jobs import GradeJob, start_grading
+from grader.jobs import GradeJob, interrupted_batches, start_grading, start_resuming
 from grader.layers.base import GradeOptions
 from grader.report_views import problem_lines, result_rows
 from grader.workspace import Upload
@@ -102,14 +104,25 @@ if use_llm and not get_warmup().done:
     st.caption(f"{get_warmup().summary()} Grading can start now: the model layers wait for "
                "their models.")
 
+options = GradeOptions(execute=execute, use_llm=use_llm)
+for b in interrupted_batches(workspace, name):
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.warning(f"A batch started {time.strftime('%Y-%m-%d %H:%M', time.localtime(b.created_at))}"
+                 f" stopped with {b.pending} of {b.total} notebooks left (the app was stopped "
+                 f"while grading); {b.done} were graded and saved.")
+    if right.button("Resume", key=f"grade_resume_{b.id}"):
+        st.session_state["grade_job"] = start_resuming(
+            workspace, b.id, options, get_client() if use_llm else None, int(workers))
+        st.rerun()
+
 if st.button("Grade", type="primary", key="grade_run"):
     uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
     if not uploads:
         st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
     else:
         st.session_state["grade_job"] = start_grading(
-            workspace, name, uploads, GradeOptions(execute=execute, use_llm=use_llm),
-            get_client() if use_llm else None, int(workers), regrade)
+            workspace, name, uploads, options, get_client() if use_llm else None, int(workers),
+            regrade)
 
 # -- live progress -------------------------------------------------------------------
 job: GradeJob | None = st.session_state.get("grade_job")

@@ -67,7 +67,10 @@ def grade_batch(
     reused = len(items) - len(todo)
     if reused:
         log.info("%d submissions already graded with rubric %s: reused", reused, version)
-    batch_id = store.start_batch(aid, rv, [(items[i].name, items[i].sha256) for i in todo])
+    for i in todo:  # kept first, so that a batch stopped half-way can resume from the store
+        store.save_file(items[i].sha256, items[i].data)
+    batch_id = store.start_batch(aid, rv, [(items[i].name, items[i].sha256, items[i].student_id,
+                                            items[i].display_name) for i in todo])
     pending = {(p.file, p.sha256): p.id for p in store.pending_items(batch_id)}
     done = reused
 
@@ -101,7 +104,6 @@ def _saving(
         sub_id = store.add_submission(
             aid, item.sha256, item.name, item.student_id, item.display_name
         )
-        store.save_file(item.sha256, item.data)  # to show it beside its grade, to regrade it
         store.save_grade(sub_id, rv, report, pending.get((item.name, item.sha256)))
         then(n, total, report)
 

@@ -12,6 +12,7 @@ still finishes and every grade is in the store: nothing done is lost.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -21,12 +22,13 @@ from dataclasses import dataclass, field
 from inference import DisaggregatedClient
 
 from .archive import InputProblem, expand_uploads
-from .batch import grade_batch
+from .batch import BatchResult, grade_batch, resume_batch
 from .errors import StoreError
 from .layers.base import GradeOptions
 from .pipeline import GradeInput, Grader
 from .progress import BoardSnapshot, ProgressBoard
-from .store import Store
+from .rubric import Rubric, loads
+from .store import BatchRow, Store
 from .types import GradeReport
 from .workspace import Upload, Workspace
 
@@ -53,27 +55,38 @@ class JobResult:
 
 
 Collect = Callable[[], tuple[list[GradeInput], list[InputProblem]]]
+RunBatch = Callable[[Grader, list[GradeInput]], BatchResult]
+
+_LIVE: set[GradeJob] = set()  # jobs running in this process
+_LIVE_LOCK = threading.Lock()
 
 
 class GradeJob:
     def __init__(self, workspace: Workspace, assignment: str, collect: Collect,
                  options: GradeOptions, client: DisaggregatedClient | None,
-                 workers: int = 1, regrade: bool = False) -> None:
+                 workers: int = 1, regrade: bool = False, run: RunBatch | None = None,
+                 rubric: Rubric | None = None) -> None:
         """``collect`` gives the notebooks to grade and the files that cannot be (it runs
-        in the job's thread: expanding a large ZIP does not hold the page up)."""
+        in the job's thread: expanding a large ZIP does not hold the page up); ``run``
+        grades them (default: a new batch in the store); ``rubric`` replaces the one in
+        force (a resumed batch keeps the version it started with)."""
         self.workspace = workspace
         self.assignment = assignment
         self.collect = collect
         self.options = options
         self.client = client if options.use_llm else None
         self.workers = workers
-        self.regrade = regrade
+        self.rubric = rubric
+        self.run = run or (lambda grader, items: grade_batch(
+            grader, items, workspace.store, workers, regrade=regrade))
         self.total = 0  # notebooks to grade, known once collected
         self.result = JobResult(assignment)
         self.board = ProgressBoard()
         self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
 
     def start(self) -> GradeJob:
+        with _LIVE_LOCK:
+            _LIVE.add(self)
         self._thread.start()
         return self
 
@@ -88,10 +101,12 @@ class GradeJob:
             self.total = len(items)
             self.board.set_total(len(items))
             assignment = self.workspace.load(self.assignment)
+            if self.rubric is not None:
+                assignment = dataclasses.replace(assignment, rubric=self.rubric)
             grader = Grader(assignment, self.options, client=self.client,
                             events=self.board.apply)
             store = self.workspace.store
-            batch = grade_batch(grader, items, store, self.workers, regrade=self.regrade)
+            batch = self.run(grader, items)
             aid = self.workspace.assignment_id(self.assignment)
             version = assignment.rubric.version
             ids = []
@@ -105,6 +120,8 @@ class GradeJob:
             self.result.error = f"{type(exc).__name__}: {exc}"
         finally:
             self.result.seconds = time.perf_counter() - t0
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
 
     def wait(self, since_version: int, timeout: float = 0.25) -> BoardSnapshot:
         """The board once it changed after ``since_version``, the job ended, or the
@@ -158,3 +175,44 @@ def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: Gra
 
     job = GradeJob(workspace, name, collect, options, client, workers, regrade=True)
     return job.start()
+
+
+def interrupted_batches(workspace: Workspace, assignment: str) -> list[BatchRow]:
+    """Batches of ``assignment`` that stopped with notebooks left to grade (the app was
+    stopped, the machine slept) and that no job of this process is grading now."""
+    with _LIVE_LOCK:
+        busy = any(job.assignment == assignment for job in _LIVE)
+    aid = workspace.store.assignment_id(assignment)
+    if busy or aid is None:
+        return []
+    return [b for b in workspace.store.batches(aid) if b.pending]
+
+
+def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
+                   client: DisaggregatedClient | None, workers: int = 1) -> GradeJob:
+    """Grade what an interrupted batch left, from the notebooks the store kept when it
+    started, with the rubric version it started with."""
+    store = workspace.store
+    batch = store.get_batch(batch_id)
+    name = store.assignment_name(batch.assignment_id)
+    version = next(v for v in store.rubric_versions(batch.assignment_id)
+                   if v.id == batch.rubric_version_id)
+    rubric = loads(version.rubric_json, f"{name} rubric {version.version}")
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        items, problems = [], []
+        for p in store.pending_items(batch_id):
+            data = store.get_file(p.sha256)
+            if data is None:
+                problems.append(InputProblem(p.file, "its content was not kept: upload it "
+                                                     "again"))
+                store.mark_item(p.id, "error", error="content not kept; upload again")
+                continue
+            items.append(GradeInput(p.file, data, p.student_id, p.display_name))
+        return items, problems
+
+    def run(grader: Grader, items: list[GradeInput]) -> BatchResult:
+        return resume_batch(grader, store, batch_id, items, workers)
+
+    return GradeJob(workspace, name, collect, options, client, workers, run=run,
+                    rubric=rubric).start()

@@ -27,18 +27,15 @@ from pathlib import Path
 
 from .errors import StoreError
 from .serialize import report_from_json, report_to_json
+from .store_batches import StoreBatchesMixin
 from .store_files import RubricVersionRow, StoreFilesMixin
 from .store_schema import (
-    BATCH_SELECT,
     GRADE_SELECT,
-    ITEM_SELECT,
-    ITEM_STATUSES,
     OVERRIDE_SELECT,
     SCHEMA_VERSION,
     BatchItemRow,
     BatchRow,
     GradeRow,
-    ItemStatus,
     OverrideRow,
     anonymous_file,
     grade_row,
@@ -74,7 +71,7 @@ def apply_overrides(report: GradeReport, overrides: Iterable[OverrideRow]) -> Gr
                                score=math.fsum(c.points for c in criteria))
 
 
-class Store(StoreFilesMixin):
+class Store(StoreFilesMixin, StoreBatchesMixin):
     """The grade store over one SQLite file (``":memory:"`` for a throwaway one)."""
 
     def __init__(self, path: Path | str, timeout: float = 30.0) -> None:
@@ -361,60 +358,3 @@ class Store(StoreFilesMixin):
         """The audit trail of a grade, oldest first."""
         with self._tx(f"read overrides of grade {grade_id}", write=False) as c:
             return self._overrides(c, grade_id)
-
-    def start_batch(self, assignment_id: int, rubric_version_id: int,
-                    items: Iterable[tuple[str, str]]) -> int:
-        """Record a batch with all its (file, sha256) items pending, up front; returns its id."""
-        items = list(items)
-        with self._tx(f"start a batch of assignment {assignment_id}") as c:
-            now = time.time()
-            row = c.execute("INSERT INTO batches (assignment_id, rubric_version_id, created_at, "
-                            "status) SELECT ?, id, ?, ? FROM rubric_versions WHERE id = ? AND "
-                            "assignment_id = ? RETURNING id",
-                            (assignment_id, now, "running" if items else "done",
-                             rubric_version_id, assignment_id)).fetchone()
-            if row is None:
-                raise StoreError(f"rubric version {rubric_version_id} is not of assignment "
-                                 f"{assignment_id}")
-            c.executemany("INSERT INTO batch_items (batch_id, file, sha256, updated_at) "
-                          "VALUES (?, ?, ?, ?)", [(row[0], f, h, now) for f, h in items])
-        log.info("batch %d: %d items pending", row[0], len(items))
-        return int(row[0])
-
-    def mark_item(self, item_id: int, status: ItemStatus, grade_id: int | None = None,
-                  error: str = "") -> None:
-        """Set a batch item's status; "done" needs a grade and "error" a message."""
-        with self._tx(f"mark batch item {item_id}") as c:
-            self._mark(c, item_id, status, grade_id, error)
-
-    @staticmethod
-    def _mark(c: sqlite3.Connection, item_id: int, status: str, grade_id: int | None,
-              error: str) -> None:
-        if status not in ITEM_STATUSES:
-            raise StoreError(f"item status {status!r} is not one of {', '.join(ITEM_STATUSES)}")
-        if (status == "done") != (grade_id is not None) or (status == "error") != bool(error):
-            raise StoreError(f"batch item {item_id}: a done item needs a grade, an item in "
-                             "error a message, and no other item either")
-        row = c.execute("UPDATE batch_items SET status = ?, grade_id = ?, error = ?, updated_at "
-                        "= ? WHERE id = ? RETURNING batch_id",
-                        (status, grade_id, error, time.time(), item_id)).fetchone()
-        if row is None:
-            raise StoreError(f"no batch item {item_id}")
-        c.execute("UPDATE batches SET status = CASE WHEN EXISTS (SELECT 1 FROM batch_items WHERE "
-                  "batch_id = ?1 AND status = 'pending') THEN 'running' ELSE 'done' END WHERE "
-                  "id = ?1", (row[0],))
-
-    def pending_items(self, batch_id: int) -> list[BatchItemRow]:
-        """What is left of a batch: after a crash, what to grade on resuming."""
-        return self.batch_items(batch_id, "pending")
-
-    def batch_items(self, batch_id: int, status: ItemStatus | None = None) -> list[BatchItemRow]:
-        return [BatchItemRow(*r) for r in self._query(
-            f"{ITEM_SELECT} WHERE batch_id = ? AND status = coalesce(?, status) ORDER BY id",
-            (batch_id, status), f"read batch {batch_id}")]
-
-    def batches(self, assignment_id: int) -> list[BatchRow]:
-        """The assignment's batches, newest first, with their item counts."""
-        return [BatchRow(*r) for r in self._query(
-            f"{BATCH_SELECT} WHERE b.assignment_id = ? GROUP BY b.id ORDER BY b.id DESC",
-            (assignment_id,), "list batches")]

@@ -112,7 +112,12 @@ _V3 = _script("""CREATE TABLE submission_files (sha256 TEXT PRIMARY KEY,
       REFERENCES rubric_versions(id);
     ALTER TABLE rubric_versions ADD COLUMN note TEXT NOT NULL DEFAULT ''""")
 
-_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3)
+# Resuming a batch in the app, after the app itself was stopped: each item keeps whose it
+# is (the bytes are kept in submission_files when the batch starts).
+_V4 = _script("""ALTER TABLE batch_items ADD COLUMN student_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE batch_items ADD COLUMN display_name TEXT NOT NULL DEFAULT ''""")
+
+_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -187,6 +192,8 @@ class BatchItemRow:
     status: ItemStatus
     error: str
     grade_id: int | None
+    student_id: str = ""
+    display_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +218,8 @@ FROM grades g JOIN submissions s ON s.id = g.submission_id
 JOIN rubric_versions rv ON rv.id = g.rubric_version_id"""
 OVERRIDE_SELECT = """SELECT id, grade_id, criterion_id, old_points, new_points, reason, who, at
 FROM overrides"""
-ITEM_SELECT = "SELECT id, batch_id, file, sha256, status, error, grade_id FROM batch_items"
+ITEM_SELECT = """SELECT id, batch_id, file, sha256, status, error, grade_id, student_id,
+  display_name FROM batch_items"""
 BATCH_SELECT = """SELECT b.id, b.assignment_id, b.rubric_version_id, b.created_at, b.status,
   COUNT(i.id), COALESCE(SUM(i.status = 'done'), 0), COALESCE(SUM(i.status = 'error'), 0),
   COALESCE(SUM(i.status = 'pending'), 0)

@@ -168,3 +168,32 @@ def test_an_r_assignment_is_graded_on_the_page(app_data):
     results = at.dataframe[1].value.set_index("file")
     assert results.loc["complete.ipynb", "%"] >= 98
     assert results.loc["template_only.ipynb", "%"] <= 5
+
+
+@pytest.mark.slow
+def test_a_batch_stopped_with_the_app_is_offered_and_resumed(app_data):
+    from grader.pipeline import GradeInput
+    from grader.workspace import Workspace
+
+    store = Store(app_data / "grader.db")
+    try:  # what grade_batch leaves when the app stops before grading anything
+        ws = Workspace(store, app_data / "assignments")
+        a = ws.load("retail-sales")
+        aid = ws.assignment_id(a.name)
+        rv = next(v.id for v in store.rubric_versions(aid) if v.version == a.rubric.version)
+        data = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
+        item = GradeInput("student042.ipynb", data, "student042", "student042")
+        store.save_file(item.sha256, data)
+        batch = store.start_batch(aid, rv, [(item.name, item.sha256, "student042",
+                                             "student042")])
+    finally:
+        store.close()
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    assert "stopped with 1 of 1 notebooks left" in at.warning[0].value
+    at.button(key=f"grade_resume_{batch}").click().run()
+    assert not at.exception, at.exception
+    results = at.dataframe[1].value
+    assert list(results["student"]) == ["student042"]
+    assert results["score"][0] == 20
+    assert not [w for w in at.warning if "stopped with" in w.value]

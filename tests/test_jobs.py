@@ -13,7 +13,7 @@ import pytest
 
 from grader.errors import StoreError
 from grader.events import GradeEvent, describe
-from grader.jobs import start_grading, start_regrading
+from grader.jobs import interrupted_batches, start_grading, start_regrading, start_resuming
 from grader.layers.base import GradeOptions, Layer, SubmissionContext
 from grader.pipeline import GradeInput, Grader
 from grader.progress import STREAM_CHARS, ProgressBoard
@@ -258,3 +258,36 @@ def test_notebook_cells_carry_the_stored_plots_and_skip_what_is_not_a_png():
     assert cells[0].images == (png,)
     assert "<Figure>" in cells[0].outputs
     assert cells[1].images == ()
+
+
+def _interrupted_batch(ws: Workspace, kinds: dict[str, str]) -> int:
+    """A batch as grade_batch leaves it when the app is stopped before grading anything:
+    the notebooks kept, every item pending."""
+    a = ws.load("retail-sales")
+    aid = ws.assignment_id(a.name)
+    rv = next(v.id for v in ws.store.rubric_versions(aid) if v.version == a.rubric.version)
+    items = []
+    for sid, kind in kinds.items():
+        data = (SUBS / f"{kind}.ipynb").read_bytes()
+        item = GradeInput(f"{sid}.ipynb", data, sid, sid)
+        ws.store.save_file(item.sha256, data)
+        items.append((item.name, item.sha256, sid, sid))
+    return ws.store.start_batch(aid, rv, items)
+
+
+def test_an_interrupted_batch_resumes_from_the_store_with_its_rubric(ws: Workspace):
+    batch = _interrupted_batch(ws, {"student042": "complete", "student043": "partial"})
+    assert [b.id for b in interrupted_batches(ws, "retail-sales")] == [batch]
+    started_with = ws.load("retail-sales").rubric
+    edited = with_criteria(started_with, list(started_with.criteria[:-1]))  # an edit since
+    ws.save_rubric("retail-sales", edited, "dropped the last criterion")
+    job = start_resuming(ws, batch, GradeOptions(), None)
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    assert job.result.error == ""
+    assert interrupted_batches(ws, "retail-sales") == []
+    assert ws.store.get_batch(batch).done == 2
+    grades = [ws.store.get_grade(g) for g in job.result.grade_ids]
+    assert [g.student_id for g in grades] == ["student042", "student043"]
+    assert {g.rubric_version for g in grades} == {started_with.version}
+    assert grades[0].score == 20
