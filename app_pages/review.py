@@ -9,7 +9,7 @@ from app_pages.shared import anonymous, get_client, get_store, get_workspace, si
 from grader.errors import GraderError
 from grader.jobs import GradeJob, start_regrading
 from grader.layers.base import GradeOptions
-from grader.report_views import diff_rows, problem_lines
+from grader.report_views import diff_rows, offline_markdown, problem_lines
 from grader.review import (
     REVIEW_CHOICES,
     ReviewFilter,
@@ -103,7 +103,7 @@ with left:
         st.caption(f"[{c.index}] {c.kind}, {tag}")
         if c.kind == "markdown":
             with st.container(border=True):
-                st.markdown(c.source)
+                st.markdown(offline_markdown(c.source))
         else:
             st.code(c.source or " ", language=language)
             if c.outputs:

@@ -217,6 +217,25 @@ def notebook_cells(data: bytes, name: str, template: Notebook | None = None,
             for c, node in zip(nb.cells, raw.cells, strict=True)]
 
 
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
+_MD_REF_IMAGE = re.compile(r"^\s*\[[^\]]+\]:\s*\S+", re.MULTILINE)
+
+
+def offline_markdown(text: str) -> str:
+    """Student markdown made safe to show: an image it links (``![alt](https://...)``)
+    would make the instructor's browser fetch it from the student's choice of server
+    (a tracking pixel); such images become a note with the address, as text. Images
+    embedded as data: URLs stay. Reference-style definitions are shown as text."""
+    def image(m: re.Match[str]) -> str:
+        alt, target = m.group(1), m.group(2).strip().lstrip("<")
+        if target.startswith("data:image/"):
+            return m.group(0)
+        return f"*[image not loaded: {alt or 'no description'}]* `{target.replace('`', '')}`"
+
+    text = _MD_IMAGE.sub(image, text)
+    return _MD_REF_IMAGE.sub(lambda m: f"`{m.group(0).strip()}`", text)
+
+
 def safe_stem(text: str) -> str:
     return _SAFE.sub("_", text).strip("_") or "submission"
 
@@ -271,4 +290,4 @@ def downloads(reports: Reports, title: str, stem: str) -> list[Download]:
 
 __all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
            "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
-           "notebook_cells", "problem_lines", "request_rows", "result_rows"]
+           "notebook_cells", "offline_markdown", "problem_lines", "request_rows", "result_rows"]

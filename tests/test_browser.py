@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import shutil
 import signal
@@ -36,6 +37,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-sync", "--disable-dev-shm-usage"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.llm, pytest.mark.slow]
+
+
+def _with_tracker(tmp: Path) -> Path:
+    """The bundled submission with a markdown image on a remote server (a tracking pixel,
+    at a documentation-only address), under the same name."""
+    nb = json.loads(SUBMISSION.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "markdown", "id": "tracker", "metadata": {},
+                        "source": "![tracker](http://192.0.2.1/pixel.png)"})
+    out = tmp / SUBMISSION.name
+    out.write_text(json.dumps(nb), encoding="utf-8")
+    return out
 
 
 def _free_port() -> int:
@@ -87,12 +99,13 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2000},
                                     accept_downloads=True)
+            requested: list[str] = []
+            page.on("request", lambda r: requested.append(r.url))
             # a deep link on a fresh server: the four pages, nothing else, in the menu
             page.goto(f"{app_url}/review")
             expect(page.get_by_text("No grades yet")).to_be_visible(timeout=60_000)
             nav = page.get_by_test_id("stSidebarNav").get_by_role("link")
-            labels = [text.split("\n")[-1] for text in nav.all_inner_texts()]  # after the icon
-            assert labels == ["Grade", "Dashboard", "Rubrics", "Review"]
+            assert nav.all_inner_texts() == ["Grade", "Dashboard", "Rubrics", "Review"]
             nav.filter(has_text="Grade").click()
             expect(page.get_by_role("heading", name="Grade")).to_be_visible(timeout=60_000)
 
@@ -100,7 +113,7 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             page.get_by_test_id("stSelectbox").filter(has_text="Assignment").click()
             page.get_by_role("option", name="Retail sales analysis", exact=False).click()
             uploader = page.get_by_test_id("stFileUploader").filter(has_text="Student notebooks")
-            uploader.locator("input[type=file]").set_input_files(str(SUBMISSION))
+            uploader.locator("input[type=file]").set_input_files(str(_with_tracker(tmp_path)))
             expect(page.get_by_text(SUBMISSION.name)).to_be_visible(timeout=30_000)
             page.get_by_role("button", name="Grade", exact=True).click()
             expect(page.get_by_text("Graded 1 of 1 notebooks")).to_be_visible(timeout=600_000)
@@ -123,12 +136,20 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             assert float(rows[2][-1]) == points
             assert rows[2][0] == "partial"
 
+            # the notebook beside its grade, its remote image not fetched
+            page.get_by_role("link", name="Review").click()
+            expect(page.get_by_text("image not loaded: tracker")).to_be_visible(timeout=60_000)
+
             page.get_by_role("link", name="Dashboard").click()
             expect(page.get_by_role("heading", name="Dashboard")).to_be_visible(timeout=60_000)
             page.wait_for_timeout(3000)  # let the charts draw
             page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
         finally:
             browser.close()
+    # nothing but the app itself was asked for anything: student data stays here
+    assert requested
+    outside = sorted({u for u in requested if not u.startswith((app_url, "data:", "blob:"))})
+    assert outside == []
     assert (ARTIFACTS / "results.png").stat().st_size > 10_000
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
     if os.environ.get("UPDATE_SCREENSHOTS"):  # the README's pictures

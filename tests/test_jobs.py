@@ -291,3 +291,18 @@ def test_an_interrupted_batch_resumes_from_the_store_with_its_rubric(ws: Workspa
     assert [g.student_id for g in grades] == ["student042", "student043"]
     assert {g.rubric_version for g in grades} == {started_with.version}
     assert grades[0].score == 20
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("![plot](https://tracker.example/p.png)",
+     "*[image not loaded: plot]* `https://tracker.example/p.png`"),
+    ('see ![](http://192.0.2.1/x.gif "t") here',
+     'see *[image not loaded: no description]* `http://192.0.2.1/x.gif "t"` here'),
+    ("![ok](data:image/png;base64,AAAA)", "![ok](data:image/png;base64,AAAA)"),
+    ("[px]: http://192.0.2.1/x.png", "`[px]: http://192.0.2.1/x.png`"),
+    ("[the docs](https://pandas.pydata.org)", "[the docs](https://pandas.pydata.org)"),
+])
+def test_student_markdown_never_makes_the_browser_fetch_an_image(text, shown):
+    from grader.report_views import offline_markdown
+
+    assert offline_markdown(text) == shown
