@@ -16,6 +16,7 @@ from grader.report_views import (
     evidence_rows,
     layer_rows,
     model_rows,
+    offline_markdown,
     request_rows,
 )
 from grader.types import GradeReport
@@ -25,14 +26,14 @@ def report_detail(r: GradeReport, key: str) -> None:
     """One student's grade: score, criteria with evidence, what the models said, the
     measured requests, and each layer's run."""
     if r.status == "error":
-        st.error(f"{r.file}: not graded: {r.error}")
+        st.error(offline_markdown(f"{r.file}: not graded: {r.error}"))
         return
     c1, c2, c3 = st.columns(3)
     c1.metric("Score", f"{r.score:g} / {r.max_score:g}")
     c2.metric("Criteria to review", len(r.needs_review))
     c3.metric("Flags", len(r.flags))
     for f in r.flags:
-        st.warning(f"**{f.code}**: {f.message}")
+        st.warning(f"**{f.code}**: {offline_markdown(f.message)}")
     crit, models, reqs, layers = st.tabs(["Criteria and evidence", "Model analysis (L3, L4)",
                                           "Requests", "Layers"])
     with crit:

@@ -18,7 +18,7 @@ from app_pages.shared import (
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, interrupted_batches, start_grading, start_resuming
 from grader.layers.base import GradeOptions
-from grader.report_views import problem_lines, result_rows
+from grader.report_views import offline_markdown, problem_lines, result_rows
 from grader.workspace import Upload
 
 sidebar()
@@ -133,11 +133,11 @@ if job is not None and not job.finished:
 if job is not None and job.finished:
     result = job.result
     if result.error:
-        st.error(f"Grading stopped: {result.error}. Grades finished before this are saved; "
-                 "see the Review page.")
+        st.error(offline_markdown(f"Grading stopped: {result.error}. Grades finished before "
+                                  "this are saved; see the Review page."))
     hidden = anonymous()
     for line in problem_lines(result.problems, hidden):
-        st.error(line)
+        st.error(offline_markdown(line))
     graded = result.stored(store, hidden)
     if graded or result.problems:
         st.subheader(f"Results: {job.assignment}")

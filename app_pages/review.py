@@ -79,7 +79,7 @@ if job is not None and job.assignment == name:
     if job.result.error:
         st.error(f"The regrade stopped: {job.result.error}. Grades finished before are saved.")
     for line in problem_lines(job.result.problems, hidden):
-        st.error(line)
+        st.error(offline_markdown(line))
     st.caption(f"Last regrade ({job.result.seconds:.0f} s): score before and after")
     st.dataframe(regrade_rows(store, job.result, hidden), hide_index=True, width="stretch")
 
@@ -95,7 +95,7 @@ with left:
     try:
         cells = submission_cells(store, workspace, gid, hidden)
     except GraderError as exc:
-        st.warning(str(exc))
+        st.warning(offline_markdown(str(exc)))
         cells = []
     for c in cells:
         tag = {"student": "student", "modified": "student-edited template cell",
