@@ -15,7 +15,9 @@ from .template import CellOrigin, TemplateMatch, normalise_markdown
 from .types import Evidence
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
-_MD_MARKUP = re.compile(r"(\*\*|__|[*_`#>]|\[([^\]]*)\]\([^)]*\)|<[^>]+>)")
+# Markup that is not words: emphasis, code marks, headings, quotes, HTML tags, and
+# images (their alt text is not an answer); a link counts by its text.
+_MD_MARKUP = re.compile(r"(!\[[^\]]*\]\([^)]*\)|\*\*|__|[*_`#>]|\[([^\]]*)\]\([^)]*\)|<[^>]+>)")
 
 
 def words(text: str) -> list[str]:

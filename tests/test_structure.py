@@ -176,3 +176,15 @@ def test_statement_begun_by_the_template_and_completed_by_the_student_counts():
     assert {s.name for s in facts.assigned} == {"feedback"}
     assert "read_csv" in {s.name for s in facts.calls}
     assert "mutate" not in {s.name for s in facts.calls}  # that statement is all template
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("![tracker](http://192.0.2.1/pixel.png)", []),  # an image is not an answer
+    ("See [the docs](https://pandas.pydata.org) **now**", ["See", "the", "docs", "now"]),
+    ("It ![a chart](data:image/png;base64,AAAA) grows", ["It", "grows"]),
+    ("<b>North</b> leads", ["North", "leads"]),
+])
+def test_words_of_an_answer_leave_markup_and_images_out(text, expected):
+    from grader.answers import words
+
+    assert words(text) == expected
