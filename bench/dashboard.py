@@ -25,7 +25,6 @@ object:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import random
@@ -47,7 +46,7 @@ from inference import DisaggregatedClient, RequestMetrics, default_config
 from inference import dashboard as dash
 from inference.metrics import MetricsHistory
 
-from .report import emit
+from .report import emit, parser
 
 log = logging.getLogger("bench.dashboard")
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,9 +164,7 @@ def bench_app(data: Path, repeat: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="5 repetitions instead of 15")
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = parser(__doc__, "5 repetitions instead of 15")
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--grades", type=int, default=300)
     ap.add_argument("--no-app", action="store_true", help="skip the AppTest reruns")

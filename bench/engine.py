@@ -21,7 +21,6 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import statistics
 import sys
@@ -34,7 +33,7 @@ from inference import DisaggregatedClient, EngineConfig, GenerationRequest, Rout
 from inference.models import BUILTIN_MODELS
 
 from .llama_bench import ensure_llama_bench, llama_cpp_version, run_llama_bench
-from .report import emit
+from .report import emit, parser
 
 log = logging.getLogger("bench.engine")
 
@@ -161,9 +160,7 @@ def bench_prefix_reuse(client: DisaggregatedClient, n_tokens: int) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="3 rounds instead of 7")
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = parser(__doc__, "3 rounds instead of 7")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)

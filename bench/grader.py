@@ -19,7 +19,6 @@ time of the two model requests / their wall time; 2.0 is full overlap).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -30,7 +29,7 @@ from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
 
-from .report import emit
+from .report import emit, parser
 
 log = logging.getLogger("bench.grader")
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
@@ -65,9 +64,7 @@ def bench_llm(assignment, items: list[GradeInput]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = parser(__doc__, "fewer repetitions")
     ap.add_argument("--llm", action="store_true", help="also time all four layers")
     # One more worker than cores: a notebook's run waits on kernel start-up and IPC
     # part of the time, so two workers leave a 2-core machine partly idle.

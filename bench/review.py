@@ -16,7 +16,6 @@ line of stdout, one JSON object:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import os
@@ -33,7 +32,7 @@ from grader.rubric import dumps
 from grader.store import Store
 from grader.workspace import Workspace
 
-from .report import emit
+from .report import emit, parser
 
 log = logging.getLogger("bench.review")
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,9 +65,7 @@ def timed_reruns(at, repeat: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="5 repetitions instead of 15")
-    ap.add_argument("--json", action="store_true", help="print only the JSON object on stdout")
+    ap = parser(__doc__, "5 repetitions instead of 15")
     ap.add_argument("--students", type=int, default=300)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[bench] %(message)s")
