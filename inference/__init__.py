@@ -25,7 +25,7 @@ from .errors import (
     SchemaError,
     UnknownRoleError,
 )
-from .metrics import MetricsHistory, percentile, summarize
+from .metrics import HistoryFilter, MetricsHistory, percentile, summarize
 from .models import BUILTIN_MODELS, ModelSpec
 from .types import (
     ChatMessage,
@@ -48,6 +48,7 @@ __all__ = [
     "EngineConfig",
     "GenerationRequest",
     "GenerationResult",
+    "HistoryFilter",
     "InferenceError",
     "InvalidRequestError",
     "KVHandle",
