@@ -7,7 +7,9 @@ Session-state keys: each page prefixes its own with its name (``grade_``,
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 
 import streamlit as st
 
@@ -23,6 +25,10 @@ from inference.warmup import Warmup
 def get_client() -> DisaggregatedClient:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # `kill -USR1 <pid>` writes every thread's Python stack to stderr: what a stuck
+    # grading job or model load is waiting on, without stopping the app.
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     return DisaggregatedClient(load_config())
 
 

@@ -39,6 +39,25 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 pytestmark = [pytest.mark.browser, pytest.mark.llm, pytest.mark.slow]
 
 
+def _wait_idle(page) -> None:
+    """Until the app runs no script (Streamlit's running indicator is gone)."""
+    from playwright.sync_api import expect
+
+    page.wait_for_timeout(500)  # let a rerun that was just asked for begin
+    expect(page.get_by_test_id("stStatusWidget")).to_be_hidden(timeout=120_000)
+
+
+servers: dict[str, int] = {}  # url -> the app's pid, for a stack dump when it hangs
+
+
+def _stacks(url: str) -> str:
+    """The app's threads' stacks (faulthandler on SIGUSR1, see app_pages/shared.py), from
+    its log: what it was waiting on when the test gave up."""
+    os.kill(servers[url], signal.SIGUSR1)
+    time.sleep(2)
+    return (ARTIFACTS / "streamlit.log").read_text(errors="replace")[-6000:]
+
+
 def _with_tracker(tmp: Path) -> Path:
     """The bundled submission with a markdown image on a remote server (a tracking pixel,
     at a documentation-only address), under the same name."""
@@ -80,6 +99,7 @@ def app_url(tmp_path: Path) -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"streamlit did not start; see {log.name}") from None
                 time.sleep(0.3)
+        servers[url] = proc.pid
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -112,11 +132,18 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             # pick the Python example, upload one of its submissions, grade with the models
             page.get_by_test_id("stSelectbox").filter(has_text="Assignment").click()
             page.get_by_role("option", name="Retail sales analysis", exact=False).click()
+            _wait_idle(page)
             uploader = page.get_by_test_id("stFileUploader").filter(has_text="Student notebooks")
             uploader.locator("input[type=file]").set_input_files(str(_with_tracker(tmp_path)))
             expect(page.get_by_text(SUBMISSION.name)).to_be_visible(timeout=30_000)
+            _wait_idle(page)  # the upload's own rerun done: a click now is not lost
             page.get_by_role("button", name="Grade", exact=True).click()
-            expect(page.get_by_text("Graded 1 of 1 notebooks")).to_be_visible(timeout=600_000)
+            try:
+                expect(page.get_by_text("Graded 1 of 1 notebooks")).to_be_visible(
+                    timeout=300_000)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n--- the app's threads ---\n{_stacks(app_url)}"
+                                     ) from None
 
             score = page.get_by_test_id("stMetricValue").first
             expect(score).to_contain_text("/ 20", timeout=30_000)
