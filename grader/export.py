@@ -12,6 +12,7 @@ import html
 import io
 import json
 import re
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from .types import CriterionResult, GradeReport
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _name(r: GradeReport) -> str:
+def student_name(r: GradeReport) -> str:
+    """Who a report is of, as shown: display name, else student id, else the file's stem."""
     return r.display_name or r.student_id or Path(r.file).stem
 
 
@@ -44,7 +46,7 @@ def canvas_csv(reports: Sequence[GradeReport], assignment_title: str) -> str:
     w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment_title])
     w.writerow(["Points Possible", "", "", "", "", _fmt(reports[0].max_score) if reports else ""])
     for r in reports:
-        w.writerow([_name(r), r.student_id, "", "", "", _fmt(r.score)])
+        w.writerow([student_name(r), r.student_id, "", "", "", _fmt(r.score)])
     return buf.getvalue()
 
 
@@ -73,7 +75,7 @@ def plain_csv(reports: Sequence[GradeReport]) -> str:
             [
                 r.file,
                 r.student_id,
-                _name(r),
+                student_name(r),
                 r.status,
                 _fmt(r.score),
                 _fmt(r.max_score),
@@ -116,7 +118,7 @@ def _criterion_lines(c: CriterionResult) -> list[str]:
 
 
 def feedback_markdown(r: GradeReport, assignment_title: str) -> str:
-    out = [f"# {assignment_title}: feedback for {_name(r)}", ""]
+    out = [f"# {assignment_title}: feedback for {student_name(r)}", ""]
     if r.status == "error":
         out += [f"This submission could not be graded: {r.error}", ""]
         return "\n".join(out)
@@ -137,10 +139,10 @@ def feedback_html(r: GradeReport, assignment_title: str) -> str:
     e = html.escape
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment_title)}"
-        f" - {e(_name(r))}</title><style>body{{font-family:sans-serif;max-width:50em;"
+        f" - {e(student_name(r))}</title><style>body{{font-family:sans-serif;max-width:50em;"
         "margin:2em auto}} .ev{color:#555;font-family:monospace;white-space:pre-wrap}"
         " .review{color:#a15c00}</style></head><body>",
-        f"<h1>{e(assignment_title)}</h1><p>Feedback for <b>{e(_name(r))}</b></p>",
+        f"<h1>{e(assignment_title)}</h1><p>Feedback for <b>{e(student_name(r))}</b></p>",
     ]
     if r.status == "error":
         parts.append(f"<p>This submission could not be graded: {e(r.error)}</p></body></html>")
@@ -164,6 +166,34 @@ def feedback_html(r: GradeReport, assignment_title: str) -> str:
     return "".join(parts)
 
 
+def safe_stem(text: str) -> str:
+    """``text`` as a file name's stem: letters, digits, '.', '_' and '-' only."""
+    return _SAFE.sub("_", text).strip("_") or "submission"
+
+
+def feedback_stems(reports: Sequence[GradeReport]) -> list[str]:
+    """One distinct file stem per report, from the student's name (as the report shows it:
+    pseudonyms in an anonymised batch)."""
+    used: set[str] = set()
+    stems = []
+    for r in reports:
+        stem = safe_stem(student_name(r))
+        while stem in used:
+            stem += "_"
+        used.add(stem)
+        stems.append(stem)
+    return stems
+
+
+def feedback_zip(reports: Sequence[GradeReport], assignment_title: str) -> bytes:
+    """Per-student feedback pages (HTML) in one ZIP: feedback/<student>.html."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for r, stem in zip(reports, feedback_stems(reports), strict=True):
+            z.writestr(f"feedback/{stem}.html", feedback_html(r, assignment_title))
+    return buf.getvalue()
+
+
 def write_exports(
     reports: Sequence[GradeReport], out_dir: Path, assignment_title: str
 ) -> list[Path]:
@@ -179,12 +209,7 @@ def write_exports(
     ):
         (out_dir / name).write_text(text, encoding="utf-8")
         written.append(out_dir / name)
-    used: set[str] = set()
-    for r in reports:
-        stem = _SAFE.sub("_", _name(r)).strip("_") or "submission"
-        while stem in used:
-            stem += "_"
-        used.add(stem)
+    for r, stem in zip(reports, feedback_stems(reports), strict=True):
         for ext, text in (
             ("html", feedback_html(r, assignment_title)),
             ("md", feedback_markdown(r, assignment_title)),

@@ -28,7 +28,7 @@ from .layers.base import GradeOptions
 from .pipeline import GradeInput, Grader
 from .progress import BoardSnapshot, ProgressBoard
 from .rubric import Rubric, loads
-from .store import BatchRow, Store
+from .store import BatchRow, GradeRow, Store
 from .types import GradeReport
 from .workspace import Upload, Workspace
 
@@ -41,7 +41,6 @@ class JobResult:
     reports: list[GradeReport] = field(default_factory=list)
     grade_ids: list[int] = field(default_factory=list)  # one per report, same order
     problems: list[InputProblem] = field(default_factory=list)  # files not graded, and why
-    batch_id: int | None = None
     reused: int = 0
     error: str = ""  # the job itself failed (the assignment could not be loaded, ...)
     seconds: float = 0.0
@@ -51,7 +50,7 @@ class JobResult:
 
     def stored(self, store: Store, anonymous: bool = False) -> list[tuple[int, GradeReport]]:
         """The job's grades as stored now: with overrides, and pseudonyms when asked."""
-        return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids if gid > 0]
+        return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids]
 
 
 Collect = Callable[[], tuple[list[GradeInput], list[InputProblem]]]
@@ -79,7 +78,6 @@ class GradeJob:
         self.rubric = rubric
         self.run = run or (lambda grader, items: grade_batch(
             grader, items, workspace.store, workers, regrade=regrade))
-        self.total = 0  # notebooks to grade, known once collected
         self.result = JobResult(assignment)
         self.board = ProgressBoard()
         self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
@@ -98,7 +96,6 @@ class GradeJob:
         t0 = time.perf_counter()
         try:
             items, self.result.problems = self.collect()
-            self.total = len(items)
             self.board.set_total(len(items))
             assignment = self.workspace.load(self.assignment)
             if self.rubric is not None:
@@ -112,9 +109,11 @@ class GradeJob:
             ids = []
             for item in items:
                 row = store.find_grade(aid, item.sha256, version, item.student_id)
-                ids.append(row.id if row is not None else -1)
+                if row is None:  # every report is saved as it is made: this is a bug
+                    raise StoreError(f"{item.name} was graded but its grade is not in the store")
+                ids.append(row.id)
             self.result.reports, self.result.grade_ids = batch.reports, ids
-            self.result.batch_id, self.result.reused = batch.batch_id, batch.reused
+            self.result.reused = batch.reused
         except Exception as exc:  # shown on the page; grades already saved stay saved
             log.exception("grading job for %s failed", self.assignment)
             self.result.error = f"{type(exc).__name__}: {exc}"
@@ -146,6 +145,16 @@ def start_grading(workspace: Workspace, assignment: str, uploads: Sequence[Uploa
     return GradeJob(workspace, assignment, collect, options, client, workers, regrade).start()
 
 
+def stored_input(store: Store, grade: GradeRow) -> GradeInput:
+    """A graded submission as the grader takes it, from the bytes the store kept (with the
+    student's real id and name). Raises StoreError when they were not kept."""
+    data = store.get_file(grade.sha256)
+    if data is None:
+        raise StoreError(f"{grade.file}: its content was not kept (graded before the store "
+                         "kept notebooks); upload it on the Grade page")
+    return GradeInput(grade.file, data, grade.student_id, grade.display_name)
+
+
 def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: GradeOptions,
                     client: DisaggregatedClient | None, workers: int = 1) -> GradeJob:
     """Grade stored submissions again, from their stored bytes, with the rubric now in force
@@ -163,12 +172,11 @@ def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: Gra
     def collect() -> tuple[list[GradeInput], list[InputProblem]]:
         items, problems, before = [], [], []
         for r in rows:
-            data = store.get_file(r.sha256)
-            if data is None:
-                problems.append(InputProblem(r.file, "its content was not kept: upload it on "
-                                                     "the Grade page"))
+            try:
+                items.append(stored_input(store, r))
+            except StoreError as exc:
+                problems.append(InputProblem(r.file, str(exc)))
                 continue
-            items.append(GradeInput(r.file, data, r.student_id, r.display_name))
             before.append((r.id, r.rubric_version, r.score))
         job.result.before = before
         return items, problems

@@ -10,28 +10,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import re
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .archive import InputProblem
-from .export import canvas_csv, feedback_html, json_export, plain_csv
+from .export import canvas_csv, feedback_zip, json_export, plain_csv, safe_stem, student_name
 from .notebook import load_both
 from .template import match_template
 from .types import GradeReport, Notebook
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-
-def _name(r: GradeReport) -> str:
-    return r.display_name or r.student_id or r.file
-
-
-def _pct(r: GradeReport) -> float | None:
-    return None if r.score is None or not r.max_score else round(100 * r.score / r.max_score, 1)
+def percent(score: float | None, max_score: float | None) -> float | None:
+    """The score in percent, one decimal; None when there is no score or no maximum."""
+    return None if score is None or not max_score else round(100 * score / max_score, 1)
 
 
 def problem_lines(problems: Sequence[InputProblem], hide_names: bool = False) -> list[str]:
@@ -50,8 +43,8 @@ def result_rows(graded: Sequence[tuple[int, GradeReport]],
     rows = []
     for grade_id, r in graded:
         row: dict[str, Any] = {
-            "grade": grade_id, "student": _name(r), "file": r.file,
-            "score": r.score, "max": r.max_score, "%": _pct(r),
+            "grade": grade_id, "student": student_name(r), "file": r.file,
+            "score": r.score, "max": r.max_score, "%": percent(r.score, r.max_score),
         }
         row.update({f"{c.id} (/{c.max_points:g})": c.points for c in r.criteria})
         row.update({
@@ -234,24 +227,6 @@ def offline_markdown(text: str) -> str:
 
     text = _MD_IMAGE.sub(image, text)
     return _MD_REF_IMAGE.sub(lambda m: f"`{m.group(0).strip()}`", text)
-
-
-def safe_stem(text: str) -> str:
-    return _SAFE.sub("_", text).strip("_") or "submission"
-
-
-def feedback_zip(reports: Sequence[GradeReport], title: str) -> bytes:
-    """Per-student feedback pages (HTML) in one ZIP, one file per report."""
-    buf = io.BytesIO()
-    used: set[str] = set()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for r in reports:
-            stem = safe_stem(_name(r))
-            while stem in used:
-                stem += "_"
-            used.add(stem)
-            z.writestr(f"feedback/{stem}.html", feedback_html(r, title))
-    return buf.getvalue()
 
 
 Reports = Sequence[GradeReport] | Callable[[], Sequence[GradeReport]]

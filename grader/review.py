@@ -18,11 +18,11 @@ from inference import DisaggregatedClient
 
 from .batch import grade_batch
 from .errors import StoreError
-from .jobs import JobResult
+from .jobs import JobResult, stored_input
 from .layers.base import GradeOptions
 from .notebook import load_notebook
-from .pipeline import GradeInput, Grader
-from .report_views import CellView, notebook_cells
+from .pipeline import Grader
+from .report_views import CellView, notebook_cells, percent
 from .store import GradeRow, OverrideRow, Store
 from .types import GradeReport
 from .workspace import Workspace
@@ -57,8 +57,7 @@ def grade_rows(rows: Sequence[GradeRow]) -> list[dict[str, Any]]:
     return [{
         "grade": r.id, "student": r.display_name or r.student_id or r.file, "file": r.file,
         "score": r.score, "max": r.max_score,
-        "%": None if r.score is None or not r.max_score else round(100 * r.score / r.max_score,
-                                                                   1),
+        "%": percent(r.score, r.max_score),
         "needs review": r.needs_review, "flags": ", ".join(r.flags), "overrides": r.overrides,
         "rubric": r.rubric_version, "status": r.status,
         "graded": datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M"),
@@ -94,12 +93,9 @@ def submission_cells(store: Store, workspace: Workspace, grade_id: int,
     the student's name and id in the text become the pseudonym. Raises StoreError when
     the file was not kept."""
     real = store.get_grade(grade_id)
-    data = store.get_file(real.sha256)
-    if data is None:
-        raise StoreError(f"{real.file}: the notebook's content was not kept (graded before "
-                         "this version of the grader); grade it again to see it here")
+    item = stored_input(store, real)
     a = workspace.load(store.assignment_name(real.assignment_id))
-    cells = notebook_cells(data, real.file, load_notebook(a.template),
+    cells = notebook_cells(item.data, real.file, load_notebook(a.template),
                            a.rubric.all_placeholders)
     if not anonymous:
         return cells
@@ -121,15 +117,11 @@ def regrade(store: Store, workspace: Workspace, grade_id: int, options: GradeOpt
             client: DisaggregatedClient | None = None, anonymous: bool = False) -> Regrade:
     """Grade a stored submission again with the rubric in force, from its stored bytes."""
     real = store.get_grade(grade_id)
-    data = store.get_file(real.sha256)
-    if data is None:
-        raise StoreError(f"{real.file}: the notebook's content was not kept; upload it on the "
-                         "Grade page and tick 'Regrade'")
+    item = stored_input(store, real)
     name = store.assignment_name(real.assignment_id)
     a = workspace.load(name)
     before = store.get_report(grade_id, anonymous)
     grader = Grader(a, options, client=client if options.use_llm else None)
-    item = GradeInput(real.file, data, real.student_id, real.display_name)
     grade_batch(grader, [item], store, regrade=True)
     new = store.find_grade(real.assignment_id, real.sha256, a.rubric.version, real.student_id)
     if new is None:
@@ -142,9 +134,7 @@ def regrade_rows(store: Store, result: JobResult, anonymous: bool = False) -> li
     """What a regrade job changed, per student: rubric version and score before and after."""
     rows = []
     for (old_id, old_version, old_score), new_id in zip(result.before, result.grade_ids,
-                                                        strict=False):
-        if new_id <= 0:
-            continue
+                                                        strict=True):
         new = store.get_grade(new_id, anonymous)
         rows.append({"student": new.display_name or new.student_id or new.file,
                      "rubric before": old_version, "before": old_score,
