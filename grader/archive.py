@@ -3,56 +3,52 @@
 An upload is one or more ``.ipynb`` files and ``.zip`` archives (a Canvas
 "Download Submissions" ZIP, a GitHub Classroom export, a folder zipped on a
 laptop). Each notebook found becomes a ``SubmissionFile`` with a student id
-guessed from its name. A bad input never stops the others: ``expand_inputs``
-reports it as an ``InputProblem`` and goes on.
+guessed from where it was found (rules: ``grader.student_ids``). A bad input
+never stops the others: ``expand_inputs`` reports it as an ``InputProblem``
+naming the upload and the entry, and goes on.
 
-ZIPs are read in memory, never extracted, and are refused with
-``ArchiveError(file, reason)`` when they are corrupt, when a member name is
-unsafe (absolute, a drive letter, or ``..`` after normalisation: zip-slip), or
-when they look like a zip bomb: more than ``max_members`` entries, more than
-``max_total_bytes`` uncompressed (from the central directory, and again counted
-while reading, since headers can lie), or a member over ``ratio_min_bytes`` that
-expands more than ``max_ratio`` times its compressed size. Members are read in
-chunks with a cap, never trusting the declared size. ZIPs inside a ZIP are read
-one level deep. Folders and files named ``__MACOSX``, ``.ipynb_checkpoints`` or
-starting with ``.`` are ignored, and members that are neither notebooks nor ZIPs
-are skipped silently.
+ZIPs are read in memory, never extracted (``grader.zip_reader``): an archive
+that is not a ZIP or looks like a zip bomb is refused whole; an unsafe entry
+(zip-slip), a link, an encrypted, oversized or damaged entry, or the notebooks
+of a ZIP nested deeper than one level are refused one by one and the rest is
+read. An archive without any notebook is a problem too, saying what it holds.
+Folders named ``__MACOSX``, ``.ipynb_checkpoints`` or starting with ``.``, and
+macOS and editor leftovers (``._x``, ``.#x``, ``~$x``) are ignored; files that
+are neither notebooks nor ZIPs (data, scripts) are skipped.
 
-Student ids, first rule that applies wins:
-
-1. Canvas: a file name (or an enclosing folder or nested ZIP name) like
-   ``doejane_12345_67890_hw1.ipynb`` or ``doejane_LATE_12345_67890_hw1.ipynb``
-   (name slug, optional LATE, Canvas user id, submission id, original name)
-   gives student id ``12345`` and display name ``doejane``.
-2. Folders: leading folders that every notebook of one archive shares are a
-   wrapper and are dropped (only when the archive holds two or more notebooks).
-   The first remaining folder is the student's; ``.zip`` and a GitHub download's
-   ``-main``/``-master`` suffix are removed from its name. When two or more
-   student folders share a prefix ending in ``-`` (GitHub Classroom:
-   ``hw2-sales-octocat``, ``hw2-sales-student042``), the longest such prefix is
-   stripped: ``octocat``. A lone folder with a ``-`` keeps the part after the
-   last ``-`` (so a username containing ``-`` is cut; pass ``classroom_prefix``
-   to say exactly what to strip). A folder without ``-`` is the id as it is.
-3. Otherwise the file stem: ``student042.ipynb`` -> ``student042``.
-
-The display name is the id except under rule 1.
+Names are made safe once, here (``grader.safe_text``): a submission's ``name``
+(its label: ``upload.zip/folder/x.ipynb``, or the file's name) and its student
+id and display name show control, bidi and invisible characters as escapes and
+are cut when very long, while ``archive`` and ``entry`` keep the names as they
+were for the record. Labels are unique: two entries or uploads of one name get
+``name (2).ipynb`` and a note saying so, and files that give one student id
+are noted too (``SubmissionFile.notes``), as is text that had to be replaced
+to make a notebook safe.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
-import re
-import zipfile
-import zlib
-from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
 from grader.errors import ArchiveError, NotebookError
 from grader.notebook import DEFAULT_LIMITS as DEFAULT_NOTEBOOK_LIMITS
-from grader.notebook import NotebookLimits, load_notebook_node
+from grader.notebook import NotebookLimits, load_checked
+from grader.safe_text import SHOWN_LIMIT, record_name, shown_name, unshown
+from grader.student_ids import student_ids
+from grader.zip_reader import (
+    DEFAULT_ARCHIVE_LIMITS,
+    ArchiveLimits,
+    EntryProblem,
+    ZipEntry,
+    mb,
+    shown_entry,
+    zip_entries,
+)
 
 __all__ = [
     "DEFAULT_ARCHIVE_LIMITS",
@@ -66,58 +62,33 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MB = 1_000_000
-_CHUNK = 1 << 16
-_IGNORED_PARTS = {"__MACOSX", ".ipynb_checkpoints"}
-_CANVAS_RE = re.compile(r"^(?P<slug>[A-Za-z0-9-]+)(?:_LATE)?_(?P<uid>\d{3,})_\d{3,}_.+$")
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-_BRANCH_RE = re.compile(r"-(?:main|master)$")
-# Damaged or unsupported member data (ValueError: a bad offset; RuntimeError: a password).
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)
-_READ_ERRORS += (NotImplementedError, RuntimeError)
-
-
-@dataclass(frozen=True)
-class ArchiveLimits:
-    """How much a ZIP may expand to before it is treated as a zip bomb."""
-
-    max_total_bytes: int = 500 * MB
-    max_ratio: float = 200.0
-    max_members: int = 5000
-    ratio_min_bytes: int = 1 * MB  # smaller members may compress as well as they like
-    max_depth: int = 1  # ZIPs inside ZIPs, this many levels
-
-    def __post_init__(self) -> None:
-        if self.max_total_bytes <= 0 or self.max_ratio <= 0 or self.max_members <= 0:
-            raise ValueError("ArchiveLimits: sizes, ratio and member count must be positive")
-
-
-DEFAULT_ARCHIVE_LIMITS = ArchiveLimits()
+ID_LIMIT = 64  # characters of a student id or display name as shown (file stems fit too)
 
 
 @dataclass(frozen=True)
 class SubmissionFile:
-    name: str  # path inside the archive, or the file name
+    """A notebook to grade. ``name``, ``student_id`` and ``display_name`` are safe to show
+    and to use as labels; ``archive`` and ``entry`` are the names as they were given."""
+
+    name: str  # 'upload.zip/folder/x.ipynb', or the file's name (its path on the CLI)
     data: bytes
     student_id: str
     display_name: str
+    archive: str = ""  # the ZIP it came from, as uploaded ('' for a notebook on its own)
+    entry: str = ""  # its name in that ZIP, or the uploaded file's name, as given
+    notes: tuple[str, ...] = ()  # what the instructor should know; it was read regardless
 
 
 @dataclass(frozen=True)
 class InputProblem:
-    """An input (or a member of one) that could not be used, and why."""
+    """An input (or an entry of one) that could not be used, and why. ``file`` is the
+    label to show; ``archive`` and ``entry`` are the names as given (``entry`` is ''
+    when the problem is the whole upload)."""
 
     file: str
     reason: str
-
-
-@dataclass
-class _Budget:
-    remaining: int  # uncompressed bytes still allowed across the whole archive
-
-
-class _MemberError(Exception):
-    """One member cannot be read; the archive as a whole is fine."""
+    archive: str = ""
+    entry: str = ""
 
 
 def read_zip(
@@ -130,12 +101,15 @@ def read_zip(
 ) -> list[SubmissionFile]:
     """The notebooks inside one ZIP, with student ids. Strict: any problem raises.
 
-    Raises ``ArchiveError`` for a corrupt or unsafe archive, and for a member that
-    cannot be read. Notebook contents are not validated here; ``load_notebook``
-    does that when the submission is graded.
+    Raises ``ArchiveError`` for a corrupt or unsafe archive, for an entry that
+    cannot be read, and for an archive without notebooks. Notebook contents are
+    not validated here; ``load_notebook`` does that when the submission is graded.
     """
-    entries = _zip_entries(data, name, limits, notebook_limits, problems=None)
-    return _submissions(entries, classroom_prefix)
+    label = _upload_label(name)
+    entries, skipped = zip_entries(data, label, limits, notebook_limits, None)
+    if not entries:
+        raise ArchiveError(label, _empty(skipped))
+    return _unique(_from_zip(name, label, entries, classroom_prefix))
 
 
 def expand_uploads(
@@ -146,28 +120,42 @@ def expand_uploads(
     classroom_prefix: str | None = None,
 ) -> tuple[list[SubmissionFile], list[InputProblem]]:
     """Like ``expand_inputs`` for (file name, bytes) pairs, e.g. from a browser upload."""
-    files: list[SubmissionFile] = []
+    found: list[SubmissionFile] = []
     problems: list[InputProblem] = []
     for upload_name, data in uploads:
+        label = _upload_label(upload_name)
         if upload_name.lower().endswith(".zip"):
+            entry_problems: list[EntryProblem] = []
             try:
-                entries = _zip_entries(data, upload_name, limits, notebook_limits, problems)
+                entries, skipped = zip_entries(data, label, limits, notebook_limits,
+                                               entry_problems)
             except ArchiveError as exc:
-                problems.append(InputProblem(exc.file, exc.reason))
+                problems.append(InputProblem(exc.file, exc.reason, record_name(upload_name)))
                 continue
-            prefix = f"{upload_name}/"
+            problems += [InputProblem(f"{label}/{shown_entry(p.raw)}", p.reason,
+                                      record_name(upload_name), record_name(p.raw))
+                         for p in entry_problems]
+            if not entries and not entry_problems:
+                problems.append(InputProblem(label, _empty(skipped), record_name(upload_name)))
+            found += _from_zip(upload_name, label, entries, classroom_prefix)
         elif upload_name.lower().endswith(".ipynb"):
-            entries, prefix = [(Path(upload_name).name, data)], ""
+            found.append(_loose(upload_name, label, data))
         else:
-            problems.append(InputProblem(upload_name, "not a notebook (.ipynb) or a ZIP"))
+            problems.append(InputProblem(label, "not a notebook (.ipynb) or a ZIP", "",
+                                         record_name(upload_name)))
+    files: list[SubmissionFile] = []
+    for sub in _unique(found):
+        try:
+            loaded = load_checked(sub.data, sub.name, notebook_limits)
+        except NotebookError as exc:
+            problems.append(InputProblem(exc.file, exc.reason, sub.archive, sub.entry))
             continue
-        for sub in _submissions(entries, classroom_prefix):
-            try:
-                load_notebook_node(sub.data, prefix + sub.name, notebook_limits)
-            except NotebookError as exc:
-                problems.append(InputProblem(exc.file, exc.reason))
-                continue
-            files.append(sub)
+        text = loaded.repairs.describe()
+        files.append(replace(sub, notes=(*sub.notes, f"text: {text}")) if text else sub)
+    files = _shared_ids(files)
+    for sub in files:
+        for note in sub.notes:
+            log.warning("%s: %s", sub.name, note)
     log.info("expanded %d submissions, %d problems", len(files), len(problems))
     return files, problems
 
@@ -181,215 +169,147 @@ def expand_inputs(
 ) -> tuple[list[SubmissionFile], list[InputProblem]]:
     """Every valid notebook in ``paths`` (.ipynb files and .zip archives), and the problems.
 
-    Each notebook is checked with ``load_notebook_node``; one that fails becomes an
-    ``InputProblem`` naming ``archive.zip/member`` and the rest are still returned.
+    Each file is named by its path as given. Each notebook is checked with
+    ``load_notebook``; one that fails becomes an ``InputProblem`` naming
+    ``path/to/archive.zip/entry`` and the rest are still returned.
     """
     uploads: list[tuple[str, bytes]] = []
     problems: list[InputProblem] = []
     for path in paths:
+        given = str(path)
+        label = _upload_label(given)
         suffix = path.suffix.lower()
         if suffix not in (".ipynb", ".zip"):
             kind = "a folder" if path.is_dir() else "not a notebook (.ipynb) or a ZIP"
-            problems.append(InputProblem(path.name or str(path), kind))
+            problems.append(InputProblem(label, kind, "", record_name(given)))
             continue
         cap = limits.max_total_bytes if suffix == ".zip" else notebook_limits.max_bytes
         try:
             with path.open("rb") as fh:
                 data = fh.read(cap + 1)
         except OSError as exc:
-            problems.append(InputProblem(path.name, f"cannot read it: {exc.strerror or exc}"))
+            problems.append(InputProblem(label, f"cannot read it: {exc.strerror or exc}", "",
+                                         record_name(given)))
             continue
         if len(data) > cap:
-            problems.append(InputProblem(path.name, f"the file is larger than {_mb(cap)}"))
+            problems.append(InputProblem(label, f"the file is larger than {mb(cap)}", "",
+                                         record_name(given)))
             continue
-        uploads.append((path.name, data))
+        uploads.append((given, data))
     files, more = expand_uploads(
         uploads, limits, notebook_limits, classroom_prefix=classroom_prefix
     )
     return files, problems + more
 
 
-# --- reading ZIPs ----------------------------------------------------------------------
+# --- names -----------------------------------------------------------------------------
 
 
-def _mb(n: float) -> str:
-    return f"{n / MB:.1f} MB"
+def _upload_label(name: str) -> str:
+    return shown_name(name, 2 * SHOWN_LIMIT)
 
 
-def _zip_entries(
-    data: bytes,
-    name: str,
-    limits: ArchiveLimits,
-    notebook_limits: NotebookLimits,
-    problems: list[InputProblem] | None,
-    budget: _Budget | None = None,
-    depth: int = 0,
-) -> list[tuple[str, bytes]]:
-    """(member path, bytes) for each notebook in the ZIP; nested ZIPs give 'inner.zip/x'."""
-    budget = budget or _Budget(limits.max_total_bytes)
+def _empty(skipped: Sequence[str]) -> str:
+    if not skipped:
+        return "no notebook (.ipynb) in this archive: it is empty"
+    shown = ", ".join(repr(shown_name(s, 60)) for s in skipped[:5])
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    files = "file" if len(skipped) == 1 else "files"
+    return f"no notebook (.ipynb) in this archive (it holds {len(skipped)} other {files}: " \
+           f"{shown}{more})"
+
+
+def _renamed(raw: str, shown: str) -> tuple[str, ...]:
+    """Notes on a name that is not shown as it is (``raw``: as given)."""
+    notes = []
+    if escapes := unshown(raw):
+        more = " ..." if len(escapes) > 6 else ""
+        notes.append("its name holds control, bidi or invisible characters, shown as "
+                     f"escapes: {' '.join(escapes[:6])}{more}")
+    if shown.count("…") > raw.count("…"):
+        notes.append(f"its name is {len(raw):,} characters long: shown cut, with a hash of "
+                     "the whole")
+    return tuple(notes)
+
+
+def _loose(upload_name: str, label: str, data: bytes) -> SubmissionFile:
+    base = PurePosixPath(upload_name.replace("\\", "/")).name
+    ((sid, name),) = student_ids([base], None)
+    sid, name = _shown_id(sid, base), _shown_id(name, base)
+    return SubmissionFile(label, data, sid, name, "", record_name(upload_name),
+                          _renamed(upload_name, label))
+
+
+def _shown_id(value: str, fallback: str) -> str:
+    return shown_name(value or PurePosixPath(fallback).stem or fallback, ID_LIMIT)
+
+
+def _from_zip(upload_name: str, label: str, entries: Sequence[ZipEntry],
+              classroom_prefix: str | None) -> list[SubmissionFile]:
+    ids = student_ids([e.path for e in entries], classroom_prefix)
+    out = []
+    for e, (sid, name) in zip(entries, ids, strict=True):
+        shown = shown_entry(e.raw)
+        notes = (*e.notes, *_renamed(e.raw.replace("\\", "/"), shown))
+        out.append(SubmissionFile(f"{label}/{shown}", e.data, _shown_id(sid, e.path),
+                                  _shown_id(name, e.path), record_name(upload_name),
+                                  record_name(e.raw), notes))
+    return out
+
+
+def _unique(files: Sequence[SubmissionFile]) -> list[SubmissionFile]:
+    """``files`` with distinct names: a second 'x.ipynb' becomes 'x (2).ipynb', noted."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, f in enumerate(files):
+        groups[f.name].append(i)
+    taken = set(groups)
+    out = list(files)
+    for name, members in groups.items():
+        if len(members) < 2:
+            continue
+        stem, dot, ext = name.rpartition(".") if "." in name.rsplit("/", 1)[-1] else (name, "", "")
+        names, n = [name], 1
+        for _ in members[1:]:
+            n += 1
+            while (new := f"{stem} ({n}){dot}{ext}") in taken:
+                n += 1
+            taken.add(new)
+            names.append(new)
+        first = files[members[0]]
+        if first.archive and all(files[i].archive == first.archive for i in members):
+            what = f"the archive {first.archive!r} has {len(members)} entries named {first.entry!r}"
+        else:
+            what = f"{len(members)} uploads are named {name!r}"
+        shown = ", ".join(repr(n.rsplit("/", 1)[-1]) for n in names)
+        note = f"duplicate name: {what}; each is graded, shown as {shown}"
+        for i, new in zip(members, names, strict=True):
+            out[i] = replace(files[i], name=new, notes=(*files[i].notes, note))
+    return out
+
+
+def _shared_ids(files: list[SubmissionFile]) -> list[SubmissionFile]:
+    """Note the files that give one student id (ignoring case): two grades for a student."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, f in enumerate(files):
+        groups[f.student_id.casefold()].append(i)
+    out = list(files)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        common = _common_folder([files[i].name for i in members])
+        for i in members:
+            others = [files[j].name[common:] for j in members if j != i]
+            shown = ", ".join(map(repr, others[:3])) + (" and more" if len(others) > 3 else "")
+            note = (f"the same student id {files[i].student_id!r} is also given by {shown}: "
+                    "one student, several grades; check which counts")
+            out[i] = replace(out[i], notes=(*out[i].notes, note))
+    return out
+
+
+def _common_folder(names: list[str]) -> int:
+    """The length of the folder part ('a.zip/') that all ``names`` share; 0 for none."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise ArchiveError(name, f"not a valid ZIP archive ({exc})") from exc
-    with zf:
-        infos = zf.infolist()
-        _check_directory(infos, name, limits, budget)
-        paths = [_safe_name(info.filename, name) for info in infos]
-        entries: list[tuple[str, bytes]] = []
-        for info, path in zip(infos, paths, strict=True):
-            parts = path.split("/")
-            is_dir = info.filename.endswith(("/", "\\"))  # ZipInfo.is_dir() fails on ""
-            if is_dir or _IGNORED_PARTS.intersection(parts) or parts[-1][:1] in ".":
-                continue
-            nested = path.lower().endswith(".zip")
-            if not (nested or path.lower().endswith(".ipynb")):
-                log.debug("%s: skipping %s (not a notebook)", name, path)
-                continue
-            if nested and depth >= limits.max_depth:
-                log.info("%s: skipping %s (ZIPs nested too deep)", name, path)
-                continue
-            label = f"{name}/{path}"
-            cap = budget.remaining if nested else notebook_limits.max_bytes
-            try:  # an ArchiveError here (a bomb found while reading) refuses this archive
-                member = _read_member(zf, info, label, limits, budget, cap)
-            except _MemberError as exc:
-                _report(problems, ArchiveError(label, str(exc)), exc)
-                continue
-            if not nested:
-                entries.append((path, member))
-                continue
-            try:  # a bad nested ZIP costs only itself
-                inner = _zip_entries(
-                    member, label, limits, notebook_limits, problems, budget, depth + 1
-                )
-            except ArchiveError as exc:
-                _report(problems, exc, exc)
-                continue
-            entries.extend((f"{path}/{p}", d) for p, d in inner)
-    return entries
-
-
-def _report(problems: list[InputProblem] | None, error: ArchiveError, cause: Exception) -> None:
-    """Strict mode (no list) raises ``error``; otherwise it is recorded and reading goes on."""
-    if problems is None:
-        raise error from (error.__cause__ if cause is error else cause)
-    problems.append(InputProblem(error.file, error.reason))
-
-
-def _check_directory(
-    infos: list[zipfile.ZipInfo], name: str, limits: ArchiveLimits, budget: _Budget
-) -> None:
-    """Zip-bomb checks on what the central directory declares."""
-    count, total = len(infos), sum(i.file_size for i in infos)
-    if count > limits.max_members:
-        reason = f"{count:,} entries (the limit is {limits.max_members:,})"
-        raise ArchiveError(name, f"zip bomb suspected: {reason}")
-    if total > budget.remaining:
-        reason = f"it would expand to {_mb(total)} (the limit is {_mb(limits.max_total_bytes)})"
-        raise ArchiveError(name, f"zip bomb suspected: {reason}")
-    for info in infos:
-        _check_ratio(info.file_size, info, name, limits)
-
-
-def _check_ratio(size: int, info: zipfile.ZipInfo, name: str, limits: ArchiveLimits) -> None:
-    if size > limits.ratio_min_bytes and size > limits.max_ratio * max(info.compress_size, 1):
-        ratio = size / max(info.compress_size, 1)
-        raise ArchiveError(
-            name,
-            f"zip bomb suspected: {info.filename!r} expands {ratio:,.0f} times "
-            f"(the limit is {limits.max_ratio:,.0f})",
-        )
-
-
-def _safe_name(raw: str, name: str) -> str:
-    """The member's path with '/' separators, or ArchiveError for a zip-slip name."""
-    path = raw.replace("\\", "/")
-    unsafe = path.startswith("/") or _DRIVE_RE.match(path) or "\x00" in path
-    normal = posixpath.normpath(path) if path else path
-    if unsafe or normal == ".." or normal.startswith("../"):
-        raise ArchiveError(name, f"unsafe member path {raw!r} (zip-slip): refusing the archive")
-    return normal.rstrip("/") if normal != "." else ""
-
-
-def _read_member(
-    zf: zipfile.ZipFile,
-    info: zipfile.ZipInfo,
-    label: str,
-    limits: ArchiveLimits,
-    budget: _Budget,
-    cap: int,
-) -> bytes:
-    """The member's bytes, read in chunks and stopped as soon as a limit is passed."""
-    if info.flag_bits & 0x1:
-        raise _MemberError("the member is encrypted")
-    if info.file_size > cap:
-        raise _MemberError(f"too large ({_mb(info.file_size)}; the limit is {_mb(cap)})")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(_CHUNK):
-                size += len(chunk)
-                if size > info.file_size:
-                    raise ArchiveError(label, "zip bomb suspected: larger than its header says")
-                if size > budget.remaining:
-                    over = _mb(limits.max_total_bytes)
-                    raise ArchiveError(
-                        label, f"zip bomb suspected: the archive expands past {over}"
-                    )
-                _check_ratio(size, info, label, limits)
-                chunks.append(chunk)
-    except _READ_ERRORS as exc:
-        raise _MemberError(f"cannot read it from the ZIP ({exc})") from exc
-    budget.remaining -= size
-    return b"".join(chunks)
-
-
-# --- student ids -----------------------------------------------------------------------
-
-
-def _folder_id(part: str) -> str:
-    return _BRANCH_RE.sub("", part[:-4] if part.lower().endswith(".zip") else part)
-
-
-def _canvas(parts: list[str]) -> tuple[str, str] | None:
-    match = next((m for m in map(_CANVAS_RE.match, reversed(parts)) if m), None)
-    return (match["uid"], match["slug"]) if match else None
-
-
-def _dash_prefix(names: list[str]) -> str:
-    common = min(names, key=len)
-    for n in names:
-        while not n.startswith(common):
-            common = common[:-1]
-    prefix = common[: common.rfind("-") + 1]
-    return prefix if all(len(n) > len(prefix) for n in names) else ""
-
-
-def _submissions(
-    entries: list[tuple[str, bytes]], classroom_prefix: str | None
-) -> list[SubmissionFile]:
-    """Attach a student id and display name to each entry (rules in the module docstring)."""
-    split = [path.split("/") for path, _ in entries]
-    folders = [parts[:-1] for parts in split]
-    if len(entries) >= 2:
-        while all(folders) and len({f[0] for f in folders}) == 1:
-            if classroom_prefix and folders[0][0].startswith(classroom_prefix):
-                break
-            folders = [f[1:] for f in folders]
-    tops = [_folder_id(f[0]) if f else "" for f in folders]
-    distinct = sorted({t for t in tops if t})
-    prefix = classroom_prefix or (_dash_prefix(distinct) if len(distinct) >= 2 else "")
-    result = []
-    for (path, data), parts, top in zip(entries, split, tops, strict=True):
-        found = _canvas(parts)
-        if found is None:
-            if top and prefix and top.startswith(prefix) and len(top) > len(prefix):
-                student = top[len(prefix) :]
-            elif top and not classroom_prefix and len(distinct) == 1 and "-" in top.strip("-"):
-                student = top.strip("-").rsplit("-", 1)[1]
-            else:
-                student = top or Path(parts[-1]).stem
-            found = (student, student)
-        result.append(SubmissionFile(path, data, found[0], found[1]))
-    return result
+        prefix = posixpath.commonpath([posixpath.dirname(n) for n in names])
+    except ValueError:  # absolute and relative paths
+        return 0
+    return len(prefix) + 1 if prefix else 0

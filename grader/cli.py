@@ -6,9 +6,14 @@
 
 Progress goes to stderr; with --json, stdout holds exactly one JSON list (an
 object per notebook). Files that cannot be graded are listed with status
-"error" and the reason; the others are graded regardless. Exit status: 0 when
-every input was graded, 1 when some were not, 2 for a bad command line or a
-broken assignment folder.
+"error" and the reason; the others are graded regardless. Files are named by
+their paths as given (``path/to/upload.zip/entry.ipynb`` inside a ZIP), shown
+with control and bidi characters escaped; ``archive`` and ``entry`` keep the
+names as they were, and ``notes`` says what was noticed about an input (a
+duplicate name, text that had to be replaced). Every error names the path it
+is about. Exit status: 0 when every input was graded, 1 when some were not, 2
+for a bad command line, a broken assignment folder, or a path that cannot be
+read or written (grades already made are printed first).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from inference import DisaggregatedClient, load_config
 
 from .agreement import cmd_agreement, parse_step
-from .archive import expand_inputs
+from .archive import InputProblem, SubmissionFile, expand_inputs
 from .assignment import load_assignment
 from .batch import grade_batch
 from .errors import GraderError, RubricError
@@ -42,10 +47,13 @@ LAYER_FIELDS = ("started_at", "finished_at", "prefill_tps", "decode_tps", "route
                 "prompt_tokens", "cached_tokens", "parallel_efficiency")
 
 
-def summary(r: GradeReport) -> dict[str, Any]:
-    """The per-notebook object of ``--json``."""
+def summary(r: GradeReport, source: SubmissionFile | InputProblem | None = None) -> dict[str, Any]:
+    """The per-notebook object of ``--json``; ``source``: the input it was made from."""
+    notes = list(source.notes) if isinstance(source, SubmissionFile) else []
     return {
         "file": r.file,
+        "archive": source.archive if source is not None else "",
+        "entry": source.entry if source is not None else "",
         "student_id": r.student_id,
         "status": r.status,
         "score": r.score,
@@ -75,7 +83,7 @@ def summary(r: GradeReport) -> dict[str, Any]:
         ],
         "flags": [f.code for f in r.flags],
         "flag_details": [{"code": f.code, "message": f.message} for f in r.flags],
-        "notes": [n for lr in r.layers.values() for n in lr.notes],
+        "notes": notes + [n for lr in r.layers.values() for n in lr.notes],
         "layers": {
             name.lower(): {k: lr.details.get(k) for k in LAYER_FIELDS if k in lr.details}
             | ({"error": lr.error} if lr.error else {})
@@ -114,6 +122,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb,
         llm_samples=args.samples,
     )
+    out_dir = Path(args.out) if args.out else None
+    if out_dir is not None:  # before grading: a typo here must not cost a graded batch
+        out_dir.mkdir(parents=True, exist_ok=True)
     client = None if args.no_llm else DisaggregatedClient(load_config())
     grader = Grader(assignment, options, client=client)
     files, problems = expand_inputs([Path(p) for p in args.inputs])
@@ -131,20 +142,36 @@ def cmd_grade(args: argparse.Namespace) -> int:
     reports = [
         error_report(assignment.rubric, p.file, assignment.name, p.reason) for p in problems
     ] + result.reports
+    sources: list[SubmissionFile | InputProblem] = [*problems, *files]
     for p in problems:
         log.warning("not graded: %s: %s", p.file, p.reason)
-    if args.out:
-        written = write_exports(reports, Path(args.out), assignment.title)
-        log.info("wrote %d files to %s", len(written), args.out)
+    export_error: OSError | None = None
+    if out_dir is not None:
+        try:
+            written = write_exports(reports, out_dir, assignment.title)
+            log.info("wrote %d files to %s", len(written), out_dir)
+        except OSError as exc:  # the grades are still printed below
+            export_error = exc
     if args.json:
-        print(json.dumps([summary(r) for r in reports], indent=2))
+        rows = [summary(r, s) for r, s in zip(reports, sources, strict=True)]
+        print(json.dumps(rows, indent=2))
     else:
         for r in reports:
             shown = r.error if r.status == "error" else f"{r.score:g}/{r.max_score:g}"
             review = f"  review: {', '.join(r.needs_review)}" if r.needs_review else ""
             flags = f"  flags: {', '.join(sorted({f.code for f in r.flags}))}" if r.flags else ""
             print(f"{r.file}: {shown}{review}{flags}")
+    if export_error is not None:
+        log.error("cannot write the exports: %s", _os_error(export_error, out_dir))
+        return 2
     return 0 if all(r.status == "graded" for r in reports) else 1
+
+
+def _os_error(exc: OSError, fallback: Path | str | None = None) -> str:
+    """An OSError as 'PATH: reason', naming the path it was about."""
+    path = exc.filename if exc.filename is not None else fallback
+    reason = exc.strerror or str(exc)
+    return f"{os.fsdecode(path)}: {reason}" if path is not None else reason
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -203,11 +230,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a name the terminal cannot take never kills us
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     logging.basicConfig(
         level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     try:
         return int(args.func(args))
+    except OSError as exc:
+        print(f"error: {_os_error(exc)}", file=sys.stderr)
+        return 2
     except RubricError as exc:
         print(f"error: {exc.file}:", file=sys.stderr)
         for p in exc.problems:

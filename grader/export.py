@@ -3,6 +3,10 @@
 Feedback pages show each criterion's points with the evidence the grader found
 (cells, lines, values); student text is always escaped. Names come from the
 reports, so an anonymised batch exports pseudonyms only.
+
+Every export is text any UTF-8 writer takes (a lone surrogate that reached a
+report becomes U+FFFD, see ``grader.safe_text``), and files are named from
+``safe_stem``: short ASCII stems, unique even on a file system that ignores case.
 """
 
 from __future__ import annotations
@@ -11,15 +15,13 @@ import csv
 import html
 import io
 import json
-import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from .safe_text import STEM_LIMIT, file_stem, scrub, utf8
 from .serialize import report_to_dict
 from .types import CriterionResult, GradeReport
-
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def student_name(r: GradeReport) -> str:
@@ -47,7 +49,7 @@ def canvas_csv(reports: Sequence[GradeReport], assignment_title: str) -> str:
     w.writerow(["Points Possible", "", "", "", "", _fmt(reports[0].max_score) if reports else ""])
     for r in reports:
         w.writerow([student_name(r), r.student_id, "", "", "", _fmt(r.score)])
-    return buf.getvalue()
+    return scrub(buf.getvalue())
 
 
 def plain_csv(reports: Sequence[GradeReport]) -> str:
@@ -86,11 +88,11 @@ def plain_csv(reports: Sequence[GradeReport]) -> str:
                 r.error,
             ]
         )
-    return buf.getvalue()
+    return scrub(buf.getvalue())
 
 
 def json_export(reports: Sequence[GradeReport]) -> str:
-    return json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False)
+    return scrub(json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False))
 
 
 def _criterion_lines(c: CriterionResult) -> list[str]:
@@ -121,7 +123,7 @@ def feedback_markdown(r: GradeReport, assignment_title: str) -> str:
     out = [f"# {assignment_title}: feedback for {student_name(r)}", ""]
     if r.status == "error":
         out += [f"This submission could not be graded: {r.error}", ""]
-        return "\n".join(out)
+        return scrub("\n".join(out))
     out += [f"**Score: {_fmt(r.score)} / {_fmt(r.max_score)}** ({_pct(r)}%)", ""]
     for c in r.criteria:
         out += [f"## {c.title}: {_fmt(c.points)} / {_fmt(c.max_points)}", ""]
@@ -132,7 +134,7 @@ def feedback_markdown(r: GradeReport, assignment_title: str) -> str:
         out.append("")
     if r.flags:
         out += ["## Notes", ""] + [f"- {f.message}" for f in r.flags] + [""]
-    return "\n".join(out)
+    return scrub("\n".join(out))
 
 
 def feedback_html(r: GradeReport, assignment_title: str) -> str:
@@ -146,7 +148,7 @@ def feedback_html(r: GradeReport, assignment_title: str) -> str:
     ]
     if r.status == "error":
         parts.append(f"<p>This submission could not be graded: {e(r.error)}</p></body></html>")
-        return "".join(parts)
+        return scrub("".join(parts))
     parts.append(f"<p><b>Score: {_fmt(r.score)} / {_fmt(r.max_score)}</b> ({_pct(r)}%)</p>")
     for c in r.criteria:
         parts.append(f"<h2>{e(c.title)}: {_fmt(c.points)} / {_fmt(c.max_points)}</h2><ul>")
@@ -163,24 +165,28 @@ def feedback_html(r: GradeReport, assignment_title: str) -> str:
             "<h2>Notes</h2><ul>" + "".join(f"<li>{e(f.message)}</li>" for f in r.flags) + "</ul>"
         )
     parts.append("</body></html>")
-    return "".join(parts)
+    return scrub("".join(parts))
 
 
 def safe_stem(text: str) -> str:
-    """``text`` as a file name's stem: letters, digits, '.', '_' and '-' only."""
-    return _SAFE.sub("_", text).strip("_") or "submission"
+    """``text`` as a file name's stem: ASCII letters, digits, '.', '_' and '-' only, at most
+    ``STEM_LIMIT`` bytes (see ``safe_text.file_stem``)."""
+    return file_stem(text)
 
 
 def feedback_stems(reports: Sequence[GradeReport]) -> list[str]:
     """One distinct file stem per report, from the student's name (as the report shows it:
-    pseudonyms in an anonymised batch)."""
+    pseudonyms in an anonymised batch). Distinct ignoring case, as on macOS and Windows:
+    a second "student042" (or "Student042") is "student042-2"."""
     used: set[str] = set()
     stems = []
     for r in reports:
-        stem = safe_stem(student_name(r))
-        while stem in used:
-            stem += "_"
-        used.add(stem)
+        base = stem = safe_stem(student_name(r))
+        n = 1
+        while stem.casefold() in used:
+            n += 1
+            stem = f"{base[: STEM_LIMIT - len(str(n)) - 1]}-{n}"
+        used.add(stem.casefold())
         stems.append(stem)
     return stems
 
@@ -190,14 +196,15 @@ def feedback_zip(reports: Sequence[GradeReport], assignment_title: str) -> bytes
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for r, stem in zip(reports, feedback_stems(reports), strict=True):
-            z.writestr(f"feedback/{stem}.html", feedback_html(r, assignment_title))
+            z.writestr(f"feedback/{stem}.html", utf8(feedback_html(r, assignment_title)))
     return buf.getvalue()
 
 
 def write_exports(
     reports: Sequence[GradeReport], out_dir: Path, assignment_title: str
 ) -> list[Path]:
-    """Write every export into ``out_dir``; returns the files written."""
+    """Write every export into ``out_dir``; returns the files written. Raises ``OSError``
+    (naming the path) when the folder cannot be made or a file cannot be written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fb = out_dir / "feedback"
     fb.mkdir(exist_ok=True)
@@ -207,7 +214,7 @@ def write_exports(
         ("grades.csv", plain_csv(reports)),
         ("grades.json", json_export(reports)),
     ):
-        (out_dir / name).write_text(text, encoding="utf-8")
+        (out_dir / name).write_bytes(utf8(text))
         written.append(out_dir / name)
     for r, stem in zip(reports, feedback_stems(reports), strict=True):
         for ext, text in (
@@ -215,6 +222,6 @@ def write_exports(
             ("md", feedback_markdown(r, assignment_title)),
         ):
             path = fb / f"{stem}.{ext}"
-            path.write_text(text, encoding="utf-8")
+            path.write_bytes(utf8(text))
             written.append(path)
     return written

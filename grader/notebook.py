@@ -14,8 +14,16 @@ index and a hash of its content, so they are the same on every load), missing
 and outputs longer than ``NotebookLimits.max_output_chars_per_cell`` (cut, with a
 marker saying how much was left out).
 
-Outputs are normalised to plain text with ANSI escape sequences (CSI colours,
-OSC hyperlinks and titles, other escapes) removed; see ``strip_ansi``.
+Text is made safe here, once, where it enters: every string of the notebook (cell
+sources, outputs, metadata, cell ids, the kernelspec, keys too) loses its lone
+UTF-16 surrogates and C0 control characters (not TAB, LF, CR, FF, ESC) to U+FFFD,
+so that no writer after this (SQLite, JSON, files, the kernel, the browser) can
+fail on them; ``LoadedNotebook.repairs`` says how many were replaced and where,
+and ``LoadedNotebook.flag()`` tells the instructor (see ``grader.safe_text``). The
+name given for messages is shown with its unsafe characters escaped.
+
+Outputs are normalised to plain text with ANSI escape sequences removed; see
+``grader.notebook_cells``.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +43,20 @@ import nbformat.v4
 from nbformat import NotebookNode
 
 from grader.errors import NotebookError
-from grader.types import Cell, CellKind, Language, Notebook, Output
+from grader.notebook_cells import detect_language, strip_ansi, text_of, to_cell
+from grader.safe_text import LABEL_LIMIT, TextRepairs, clean_tree, shown_name
+from grader.types import Evidence, Flag, Notebook
 
-__all__ = ["DEFAULT_LIMITS", "NotebookLimits", "load_notebook", "load_notebook_node", "strip_ansi"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "LoadedNotebook",
+    "NotebookLimits",
+    "load_both",
+    "load_checked",
+    "load_notebook",
+    "load_notebook_node",
+    "strip_ansi",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +79,11 @@ class NotebookLimits:
 
 DEFAULT_LIMITS = NotebookLimits()
 
-# ANSI escapes: CSI (ESC [ or 8-bit 0x9B), OSC (ESC ] ... BEL/ST), DCS/SOS/PM/APC strings
-# (ESC P/X/^/_ ... ST), any other two- or three-byte escape, then any stray ESC.
-_ANSI_RE = re.compile(
-    r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # OSC, terminated
-    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)"  # DCS/SOS/PM/APC
-    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: params, intermediates, final byte
-    r"|\x1b[ -/]*[0-~]"  # nF / Fp / Fe / Fs escapes, e.g. ESC ( B, ESC 7, ESC M
-    r"|\x1b"  # a stray ESC left by a truncated sequence
-)
 _CELL_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# A JSON text can only hold a lone surrogate or a C0 control as an escape (the parser
+# refuses raw controls, the decoder refuses raw surrogates): without one of these (or
+# an escaped backslash before "u00"/"b", a harmless false alarm) there is nothing to clean.
+_MAYBE_UNSAFE = re.compile(r"\\u(?:[dD][89a-fA-F]|00[01])|\\b")
 _MAGIC = {
     b"PK\x03\x04": "a ZIP archive",
     b"%PDF": "a PDF document",
@@ -77,14 +91,28 @@ _MAGIC = {
     b"\xff\xd8\xff": "a JPEG image",
     b"\xd0\xcf\x11\xe0": "an old Office document",
 }
-# Content hints, counted when the metadata does not name the language.
-_R_HINTS = re.compile(r"[\w.)\]]\s*<-\s*\S|\b(?:library|require)\(|%>%|\|>|(?<![\w.])c\(")
-_PY_HINTS = re.compile(r"(?m)^\s*(?:import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w+\s*\()|\bprint\(")
 
 
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal escape sequences (colours, cursor moves, hyperlinks)."""
-    return _ANSI_RE.sub("", text)
+@dataclass(frozen=True, slots=True)
+class LoadedNotebook:
+    """One read of a notebook: the typed ``Notebook``, nbformat's node (what the execution
+    layer runs), and what was replaced in its text to make it safe."""
+
+    notebook: Notebook
+    node: NotebookNode
+    repairs: TextRepairs
+
+    def flag(self) -> Flag | None:
+        """A ``text_replaced`` flag for the instructor when any character was replaced,
+        with the cells it was in as evidence; None otherwise."""
+        if not self.repairs.count:
+            return None
+        ids = {c.index: c.id for c in self.notebook.cells}
+        evidence = tuple(
+            Evidence(ids.get(i), None, "characters replaced with U+FFFD in this cell")
+            for i in self.repairs.cells
+        )
+        return Flag("text_replaced", f"{self.repairs.describe()}.", evidence)
 
 
 def load_notebook_node(
@@ -95,39 +123,51 @@ def load_notebook_node(
     Raises ``NotebookError`` naming the file and the reason for any bad input.
     """
     label = _label(source, name)
-    return _parse(_read_bytes(source, label, limits), label, limits)
+    return _parse(_read_bytes(source, label, limits), label, limits)[0]
 
 
 def load_notebook(
     source: Path | bytes, name: str | None = None, limits: NotebookLimits = DEFAULT_LIMITS
 ) -> Notebook:
     """Read, validate and normalise one notebook; see the module docstring."""
-    return load_both(source, name, limits)[0]
+    return load_checked(source, name, limits).notebook
 
 
 def load_both(
     source: Path | bytes, name: str | None = None, limits: NotebookLimits = DEFAULT_LIMITS
 ) -> tuple[Notebook, NotebookNode]:
     """``load_notebook`` and ``load_notebook_node`` from one read and one parse."""
+    loaded = load_checked(source, name, limits)
+    return loaded.notebook, loaded.node
+
+
+def load_checked(
+    source: Path | bytes, name: str | None = None, limits: NotebookLimits = DEFAULT_LIMITS
+) -> LoadedNotebook:
+    """Like ``load_both``, with what was replaced to make the text safe."""
     label = _label(source, name)
     data = _read_bytes(source, label, limits)
-    node = _parse(data, label, limits)
+    node, repairs = _parse(data, label, limits)
     budget = limits.max_output_chars_per_cell
-    cells = tuple(_cell(i, cell, budget, label) for i, cell in enumerate(node.cells))
+    cells = tuple(to_cell(i, cell, budget, label) for i, cell in enumerate(node.cells))
     kernel_name = str((node.metadata.get("kernelspec") or {}).get("name") or "")
-    language = _detect_language(node.metadata, (c.source for c in cells if c.kind == "code"))
+    language = detect_language(node.metadata, (c.source for c in cells if c.kind == "code"))
     log.debug("loaded %s: %d cells, language %s", label, len(cells), language)
+    if repairs.count:
+        log.info("%s: %s", label, repairs.describe())
     version = f"{node.nbformat}.{node.nbformat_minor}"
     sha256 = hashlib.sha256(data).hexdigest()
     nb = Notebook(label, language, cells, sha256, kernel_name=kernel_name, nbformat=version)
-    return nb, node
+    return LoadedNotebook(nb, node, repairs)
 
 
 # --- reading and parsing ---------------------------------------------------------------
 
 
 def _label(source: Path | bytes, name: str | None) -> str:
-    return name or (source.name if isinstance(source, Path) else "<notebook>")
+    """The name for messages, with control and bidi characters shown as escapes."""
+    raw = name or (source.name if isinstance(source, Path) else "<notebook>")
+    return shown_name(raw, LABEL_LIMIT)
 
 
 def _size(n: int) -> str:
@@ -191,8 +231,11 @@ def _parse_json(text: str, label: str) -> dict[str, Any]:
     return raw
 
 
-def _parse(data: bytes, label: str, limits: NotebookLimits) -> NotebookNode:
-    raw = _parse_json(_decode(data, label), label)
+def _parse(
+    data: bytes, label: str, limits: NotebookLimits
+) -> tuple[NotebookNode, TextRepairs]:
+    text = _decode(data, label)
+    raw = _parse_json(text, label)
     major = raw.get("nbformat")
     if major is None:  # tolerated: guess the version from the shape
         major = 3 if "worksheets" in raw and "cells" not in raw else 4
@@ -208,6 +251,10 @@ def _parse(data: bytes, label: str, limits: NotebookLimits) -> NotebookNode:
     for i, cell in enumerate(cells):
         if not isinstance(cell, dict):
             raise NotebookError(label, f"not a valid notebook: cell {i} is not a JSON object")
+    if _MAYBE_UNSAFE.search(text):  # before anything hashes, repairs or validates the text
+        raw, repairs = _clean(raw, major)
+    else:
+        repairs = TextRepairs()
     minor = raw.get("nbformat_minor")
     fresh_ids = major == 3 or not isinstance(minor, int) or minor < 5
     if major == 3:
@@ -228,7 +275,33 @@ def _parse(data: bytes, label: str, limits: NotebookLimits) -> NotebookNode:
         raise NotebookError(label, f"not a valid notebook: {_describe(exc)}") from exc
     except RecursionError as exc:
         raise NotebookError(label, "not a valid notebook: nested too deeply") from exc
-    return nbformat.v4.to_notebook_json(nb)
+    return nbformat.v4.to_notebook_json(nb), repairs
+
+
+def _clean(raw: dict[str, Any], major: int) -> tuple[dict[str, Any], TextRepairs]:
+    """``raw`` with all its text made safe (``safe_text.clean_tree``), counted per cell
+    ("cell 3", numbered as after an upgrade from nbformat 3) and for the rest. The
+    caller has checked the shape: a "cells" list (4) or "worksheets" with cells (3)."""
+    repairs = TextRepairs()
+    sheets = raw["worksheets"] if major == 3 else []
+    lists = [sheet.pop("cells") for sheet in sheets] if major == 3 else [raw.pop("cells")]
+    cleaned: dict[str, Any] = {}
+    for key, value in raw.items():  # all but the cells
+        (key,), repairs = clean_tree([key], "the notebook's fields", repairs)
+        place = "the notebook metadata" if key == "metadata" else "the notebook's fields"
+        value, repairs = clean_tree(value, place, repairs)
+        cleaned.setdefault(key, value)
+    index = 0
+    for cells in lists:
+        for i, cell in enumerate(cells):
+            cells[i], repairs = clean_tree(cell, f"cell {index}", repairs)
+            index += 1
+    if major == 4:
+        cleaned["cells"] = lists[0]
+    else:
+        for sheet, cells in zip(sheets, lists, strict=True):  # cleaned in place, same objects
+            sheet["cells"] = cells
+    return cleaned, repairs
 
 
 def _raw_cells(raw: dict[str, Any], major: int, label: str) -> list[Any]:
@@ -285,7 +358,7 @@ def _repair(nb: dict[str, Any], fresh_ids: bool) -> None:
 
 
 def _stable_id(index: int, cell: Mapping[str, Any], seen: set[str]) -> str:
-    text = f"{cell.get('cell_type')}\0{_text(cell.get('source'))}"
+    text = f"{cell.get('cell_type')}\0{text_of(cell.get('source'))}"
     digest = hashlib.sha1(text.encode(), usedforsecurity=False)
     base = candidate = f"cell{index}-{digest.hexdigest()[:12]}"
     n = 1
@@ -308,100 +381,3 @@ def _describe(exc: Exception) -> str:
         where = f"{'/'.join(path)}: " if path else ""
     text = f"{where}{message}"
     return text if len(text) <= 300 else text[:297] + "..."
-
-
-# --- normalising -----------------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    return "".join(map(str, value)) if isinstance(value, list) else str(value or "")
-
-
-def _overstrike(text: str) -> str:
-    """Apply carriage returns as a terminal would (progress bars keep their last state)."""
-    if "\r" not in text:
-        return text
-    lines = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        shown: list[str] = []
-        for part in line.split("\r"):
-            shown[: len(part)] = part
-        lines.append("".join(shown))
-    return "\n".join(lines)
-
-
-def _output(out: Mapping[str, Any]) -> Output:
-    kind = str(out.get("output_type", ""))
-    if kind == "stream":
-        text = _overstrike(strip_ansi(_text(out.get("text"))))
-        return Output(kind, text, (), str(out.get("name", "")))
-    if kind in ("execute_result", "display_data"):
-        data = out.get("data") or {}
-        mime = tuple(k for k in data if k != "text/plain")
-        return Output(kind, strip_ansi(_text(data.get("text/plain"))), mime)
-    if kind == "error":
-        ename, evalue = str(out.get("ename", "")), str(out.get("evalue", ""))
-        traceback = "\n".join(map(str, out.get("traceback") or ()))
-        text = f"{ename}: {evalue}" + (f"\n{traceback}" if traceback else "")
-        return Output(kind, strip_ansi(text), (), ename)
-    return Output(kind, "")
-
-
-def _truncate(outputs: list[Output], budget: int, label: str, index: int) -> list[Output]:
-    total = sum(len(o.text) for o in outputs)
-    if total <= budget:
-        return outputs
-    log.info("%s: cell %d output cut from %d to %d characters", label, index, total, budget)
-    kept: list[Output] = []
-    for out in outputs:
-        if len(out.text) <= budget:
-            kept.append(out)
-            budget -= len(out.text)
-            continue
-        omitted = len(out.text) - budget
-        text = f"{out.text[:budget]}\n[... output truncated: {omitted:,} characters not shown]"
-        kept.append(Output(out.kind, text, out.mime, out.name))
-        budget = 0
-    return kept
-
-
-def _cell(index: int, cell: NotebookNode, max_chars: int, label: str) -> Cell:
-    kind: CellKind = cell.cell_type
-    outputs: list[Output] = []
-    if kind == "code":
-        outputs = _truncate([_output(o) for o in cell.get("outputs", [])], max_chars, label, index)
-    count = cell.get("execution_count") if kind == "code" else None
-    count = count if isinstance(count, int) else None
-    return Cell(str(cell.id), index, kind, _text(cell.source), tuple(outputs), count)
-
-
-# --- language --------------------------------------------------------------------------
-
-
-def _language_word(value: Any) -> Language | None:
-    word = str(value or "").strip().lower()
-    return "r" if word in ("r", "ir") else "python" if word.startswith("python") else None
-
-
-def _kernel_name_language(name: Any) -> Language | None:
-    """``python3``, ``conda-env-ds-py`` -> python; ``ir``, ``ir43``, ``conda-env-x-r`` -> r."""
-    tokens = [t for t in re.split(r"[^a-z0-9]+", str(name or "").lower()) if t]
-    if any(t.startswith(("python", "xpython")) or t in ("py", "py3", "ipykernel") for t in tokens):
-        return "python"
-    if any(t == "r" or re.fullmatch(r"ir\d*|irkernel", t) for t in tokens):
-        return "r"
-    return None
-
-
-def _detect_language(metadata: Mapping[str, Any], sources: Iterable[str]) -> Language:
-    kernelspec = metadata.get("kernelspec") or {}
-    language_info = metadata.get("language_info") or {}
-    for guess in (
-        _language_word(kernelspec.get("language")),
-        _kernel_name_language(kernelspec.get("name")),
-        _language_word(language_info.get("name")),
-    ):
-        if guess is not None:
-            return guess
-    text = "\n".join(sources)
-    return "r" if len(_R_HINTS.findall(text)) > len(_PY_HINTS.findall(text)) else "python"

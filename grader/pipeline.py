@@ -38,7 +38,8 @@ from .layers.base import (
 from .layers.llm import LLMLayers
 from .layers.outputs import OutputLayer
 from .layers.structure import StructureLayer
-from .notebook import load_both, load_notebook, load_notebook_node
+from .notebook import load_checked, load_notebook, load_notebook_node
+from .safe_text import shown_name
 from .scoring import build_report, error_report
 from .template import match_template
 from .types import Flag, GradeReport, LayerResult
@@ -54,6 +55,7 @@ class GradeInput:
     data: bytes
     student_id: str = ""
     display_name: str = ""
+    notes: tuple[str, ...] = ()  # what reading the upload noticed (a duplicate name, ...)
 
     @property
     def sha256(self) -> str:
@@ -61,11 +63,12 @@ class GradeInput:
 
     @classmethod
     def from_path(cls, path: Path) -> GradeInput:
-        return cls(path.name, path.read_bytes(), path.stem, path.stem)
+        name = shown_name(path.name)
+        return cls(name, path.read_bytes(), Path(name).stem, Path(name).stem)
 
     @classmethod
     def from_submission(cls, sub: SubmissionFile) -> GradeInput:
-        return cls(sub.name, sub.data, sub.student_id, sub.display_name)
+        return cls(sub.name, sub.data, sub.student_id, sub.display_name, sub.notes)
 
 
 def default_layers() -> list[Layer]:
@@ -132,7 +135,7 @@ class Grader:
     def _grade(self, item: GradeInput) -> GradeReport:
         rubric = self.assignment.rubric
         try:
-            nb, raw = load_both(item.data, item.name)
+            loaded = load_checked(item.data, item.name)
         except NotebookError as exc:
             log.info("refused %s: %s", item.name, exc.reason)
             return error_report(
@@ -144,7 +147,10 @@ class Grader:
                 item.student_id,
                 item.display_name,
             )
-        flags: list[Flag] = []
+        nb, raw = loaded.notebook, loaded.node
+        flags = [Flag("upload_note", note) for note in item.notes]
+        if (replaced := loaded.flag()) is not None:
+            flags.append(replaced)
         if nb.language != rubric.language:
             flags.append(
                 Flag(

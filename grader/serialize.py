@@ -12,7 +12,9 @@ Reading is tolerant in one direction only: keys this version does not know
 (such as the derived ``needs_review`` that ``GradeReport.to_dict`` adds) are
 ignored, and fields missing from an older record take their dataclass default.
 A missing field without a default, or a value JSON cannot hold, is an error,
-never a guess.
+never a guess. The one change writing makes: a lone UTF-16 surrogate in any
+string (which no UTF-8 writer, SQLite included, accepts) is written as U+FFFD,
+so a report that kept one from a kernel's output is still stored and exported.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .safe_text import scrub
 from .types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 
 __all__ = ["report_from_dict", "report_from_json", "report_to_dict", "report_to_json"]
@@ -32,7 +35,9 @@ _Converter = Callable[[Any], Any]
 
 def _plain(value: Any, path: str) -> Any:
     """``value`` as JSON-native data; ``path`` names the place for error messages."""
-    if value is None or isinstance(value, str | bool | int | float):
+    if isinstance(value, str):
+        return scrub(value)
+    if value is None or isinstance(value, bool | int | float):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name), f"{path}.{f.name}")
@@ -44,7 +49,7 @@ def _plain(value: Any, path: str) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"{path}: key {k!r} is not a string; JSON keys must be")
-            out[k] = _plain(v, f"{path}.{k}")
+            out[scrub(k)] = _plain(v, f"{path}.{k}")
         return out
     raise TypeError(f"{path}: {type(value).__name__} cannot be stored as JSON")
 

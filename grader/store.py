@@ -10,6 +10,8 @@ together or not at all. ``grades.report_json`` is the report as the grader made
 it; overrides are an append-only audit trail applied on read, their effect
 copied into ``grades``/``criterion_grades`` for the filters. Schema and
 migrations: ``store_schema``. Every ``sqlite3.Error`` leaves as ``StoreError``.
+Text that SQLite cannot encode (a lone UTF-16 surrogate in a name or a report)
+is stored with U+FFFD in its place (``safe_text.scrub``), never refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import StoreError
+from .safe_text import scrub
 from .serialize import report_from_json, report_to_json
 from .store_batches import StoreBatchesMixin
 from .store_files import RubricVersionRow, StoreFilesMixin
@@ -167,6 +170,7 @@ class Store(StoreFilesMixin, StoreBatchesMixin):
         Two students who hand in identical files (say, the untouched template) are
         two submissions: each keeps their own name and grade.
         """
+        file, student_id, display_name = scrub(file), scrub(student_id), scrub(display_name)
         with self._tx(f"save submission {file!r}") as c:
             c.execute("INSERT INTO submissions (assignment_id, sha256, file, student_id, "
                       "display_name, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT "
@@ -179,7 +183,7 @@ class Store(StoreFilesMixin, StoreBatchesMixin):
 
     def set_display_name(self, submission_id: int, name: str) -> None:
         if not self._query("UPDATE submissions SET display_name = ? WHERE id = ? RETURNING id",
-                           (name, submission_id), "rename submission", write=True):
+                           (scrub(name), submission_id), "rename submission", write=True):
             raise StoreError(f"no submission {submission_id}")
 
     def anonymise(self, assignment_id: int) -> dict[str, str]:
@@ -210,7 +214,7 @@ class Store(StoreFilesMixin, StoreBatchesMixin):
         it (same id, overrides kept). ``batch_item_id`` is marked done in the same
         transaction, so after a crash the grade and the mark exist both or neither."""
         try:
-            text = report_to_json(report)
+            text = report_to_json(report)  # lone surrogates become U+FFFD (serialize)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"report for {report.file} cannot be stored: {exc}") from exc
         with self._tx(f"save grade of {report.file}") as c:
@@ -310,6 +314,7 @@ class Store(StoreFilesMixin, StoreBatchesMixin):
         rows = self._query(f"{GRADE_SELECT} WHERE s.assignment_id = ? AND s.sha256 = ? AND "
                            "rv.version = ?", (assignment_id, sha256, rubric_version), "find grade")
         found = [grade_row(r, False) for r in rows]
+        student_id = None if student_id is None else scrub(student_id)  # as add_submission
         mine = [g for g in found if student_id is not None and g.student_id == student_id]
         chosen = mine or found
         return chosen[0] if chosen else None

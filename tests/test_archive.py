@@ -50,10 +50,11 @@ def test_nested_per_student_folders() -> None:
     )
     files = read_zip(data, "upload.zip")
     assert ids(files) == [
-        ("student042/hw1.ipynb", "student042", "student042"),
-        ("student043/work/hw1.ipynb", "student043", "student043"),
+        ("upload.zip/student042/hw1.ipynb", "student042", "student042"),
+        ("upload.zip/student043/work/hw1.ipynb", "student043", "student043"),
     ]
     assert files[0].data == notebook("a = 1")
+    assert (files[1].archive, files[1].entry) == ("upload.zip", "student043/work/hw1.ipynb")
 
 
 def test_shared_wrapper_folder_is_not_a_student() -> None:
@@ -76,10 +77,11 @@ def test_canvas_names() -> None:
         }
     )
     assert ids(read_zip(data, "canvas.zip")) == [
-        ("submissions/doejane_12345_67890_Assignment-1.ipynb", "12345", "doejane"),
-        ("submissions/roejohn_LATE_23456_78901_hw1.ipynb", "23456", "roejohn"),
-        ("student042.ipynb", "student042", "student042"),
-        ("smithalex_34567_89012_project.zip/src/analysis.ipynb", "34567", "smithalex"),
+        ("canvas.zip/submissions/doejane_12345_67890_Assignment-1.ipynb", "12345", "doejane"),
+        ("canvas.zip/submissions/roejohn_LATE_23456_78901_hw1.ipynb", "23456", "roejohn"),
+        ("canvas.zip/student042.ipynb", "student042", "student042"),
+        ("canvas.zip/smithalex_34567_89012_project.zip/src/analysis.ipynb", "34567",
+         "smithalex"),
     ]
 
 
@@ -125,8 +127,10 @@ def test_skipped_and_ignored_members() -> None:
         }
     )
     files, problems = expand_uploads([("upload.zip", data), ("notes.txt", b"hi")])
-    assert [f.name for f in files] == ["student042/hw1.ipynb"]
-    assert problems == [InputProblem("notes.txt", "not a notebook (.ipynb) or a ZIP")]
+    assert [f.name for f in files] == ["upload.zip/student042/hw1.ipynb"]
+    assert problems == [
+        InputProblem("notes.txt", "not a notebook (.ipynb) or a ZIP", "", "notes.txt")
+    ]
 
 
 def test_invalid_notebook_in_zip_is_a_problem_and_others_load(tmp_path: Path) -> None:
@@ -143,7 +147,8 @@ def test_invalid_notebook_in_zip_is_a_problem_and_others_load(tmp_path: Path) ->
     files, problems = expand_inputs([upload])
     assert [f.student_id for f in files] == ["student042", "student044"]
     assert len(problems) == 1
-    assert problems[0].file == "upload.zip/student043.ipynb"
+    assert problems[0].file == f"{upload}/student043.ipynb"  # the path as given, the entry
+    assert (problems[0].archive, problems[0].entry) == (str(upload), "student043.ipynb")
     assert "not JSON" in problems[0].reason
 
 
@@ -159,12 +164,13 @@ def test_loose_files_and_bad_paths(tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
     files, problems = expand_inputs([good, tmp_path / "missing.ipynb", pdf, plain, folder, renamed])
-    assert ids(files) == [
-        ("doejane_12345_67890_hw1.ipynb", "12345", "doejane"),
-        ("student042.ipynb", "student042", "student042"),
+    assert ids(files) == [  # named by their paths as given; ids from the file names
+        (str(good), "12345", "doejane"),
+        (str(plain), "student042", "student042"),
     ]
-    reasons = {p.file: p.reason for p in problems}
+    reasons = {Path(p.file).name: p.reason for p in problems}
     assert set(reasons) == {"missing.ipynb", "essay.pdf", "folder", "student043.ipynb"}
+    assert {p.file for p in problems} >= {str(tmp_path / "missing.ipynb"), str(folder)}
     assert "cannot read" in reasons["missing.ipynb"]
     assert "not a notebook" in reasons["essay.pdf"]
     assert "PDF" in reasons["student043.ipynb"]
@@ -179,27 +185,36 @@ def test_loose_files_and_bad_paths(tmp_path: Path) -> None:
         "C:/evil.ipynb",
         "C:evil.ipynb",
         "..\\..\\evil.ipynb",
-        "ok/..\\..\\evil.csv",
+        "ok/..\\..\\evil.zip",
     ],
 )
-def test_zip_slip_refuses_the_archive(member: str, tmp_path: Path) -> None:
+def test_zip_slip_refuses_the_entry_and_reads_the_rest(member: str, tmp_path: Path) -> None:
     data = make_zip({"student042.ipynb": notebook(), member: notebook()})
     with pytest.raises(ArchiveError) as info:
         read_zip(data, "slip.zip")
-    assert info.value.file == "slip.zip"
+    assert info.value.file == f"slip.zip/{member.replace(chr(92), '/')}"
     assert "zip-slip" in info.value.reason
     assert repr(member) in info.value.reason
-    # the other inputs still load
+    # the good entry and the other inputs still load
     (tmp_path / "slip.zip").write_bytes(data)
     (tmp_path / "student050.ipynb").write_bytes(notebook())
     files, problems = expand_inputs([tmp_path / "slip.zip", tmp_path / "student050.ipynb"])
-    assert [f.student_id for f in files] == ["student050"]
-    assert [p.file for p in problems] == ["slip.zip"]
+    assert [f.student_id for f in files] == ["student042", "student050"]
+    (problem,) = problems
+    assert (problem.archive, problem.entry) == (str(tmp_path / "slip.zip"), member)
+    assert "zip-slip" in problem.reason
+
+
+def test_unsafe_names_of_other_files_are_skipped_like_other_files() -> None:
+    data = make_zip({"student042.ipynb": notebook(), "ok/..\\..\\evil.csv": b"a,b"})
+    assert [f.student_id for f in read_zip(data, "slip.zip")] == ["student042"]
 
 
 def test_harmless_dot_dot_is_accepted() -> None:
     data = make_zip({"student042/sub/../hw1.ipynb": notebook()})
-    assert ids(read_zip(data, "ok.zip")) == [("student042/hw1.ipynb", "student042", "student042")]
+    assert ids(read_zip(data, "ok.zip")) == [
+        ("ok.zip/student042/sub/../hw1.ipynb", "student042", "student042")  # as named
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +270,7 @@ def test_corrupt_zip(data: bytes, tmp_path: Path) -> None:
     (tmp_path / "broken.zip").write_bytes(data)
     files, problems = expand_inputs([tmp_path / "broken.zip"])
     assert files == []
-    assert problems[0].file == "broken.zip"
+    assert problems[0].file == str(tmp_path / "broken.zip")
     assert problems[0].reason.startswith("not a valid ZIP archive")
 
 
@@ -271,11 +286,16 @@ def test_bad_nested_zip_costs_only_itself() -> None:
     )
     files, problems = expand_uploads([("outer.zip", data)])
     assert ids(files) == [
-        ("student042.zip/hw1.ipynb", "student042", "student042"),
-        ("student044/deeper.zip/hw1.ipynb", "student044", "student044"),
+        ("outer.zip/student042.zip/hw1.ipynb", "student042", "student042"),
+        ("outer.zip/student044/deeper.zip/hw1.ipynb", "student044", "student044"),
     ]
-    assert [p.file for p in problems] == ["outer.zip/student043.zip"]
+    assert [p.file for p in problems] == [
+        "outer.zip/student043.zip",
+        "outer.zip/student044/deeper.zip/inner.zip/x.ipynb",  # nested too deep: named
+    ]
     assert "not a valid ZIP archive" in problems[0].reason
+    assert "nested more than 1 level deep" in problems[1].reason
+    assert problems[1].entry == "student044/deeper.zip/inner.zip/x.ipynb"
     with pytest.raises(ArchiveError, match=r"outer\.zip/student043\.zip"):
         read_zip(data, "outer.zip")
 
@@ -288,7 +308,9 @@ def test_too_large_notebook_member_is_a_problem() -> None:
         [("up.zip", data)], notebook_limits=NotebookLimits(max_bytes=2000)
     )
     assert [f.student_id for f in files] == ["student042"]
-    assert problems == [InputProblem("up.zip/student043.ipynb", problems[0].reason)]
+    assert problems == [
+        InputProblem("up.zip/student043.ipynb", problems[0].reason, "up.zip", "student043.ipynb")
+    ]
     assert "too large" in problems[0].reason
 
 

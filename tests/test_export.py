@@ -82,7 +82,7 @@ def test_write_exports(tmp_path: Path):
     names = sorted(p.relative_to(tmp_path).as_posix() for p in written)
     assert "canvas.csv" in names
     assert "feedback/doejane.html" in names
-    assert "feedback/doejane_.md" in names  # two students of one name do not overwrite
+    assert "feedback/doejane-2.md" in names  # two students of one name do not overwrite
     data = json.loads((tmp_path / "grades.json").read_text())
     assert data[0]["criteria"][0]["points"] == 3.0
 
