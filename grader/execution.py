@@ -1,29 +1,26 @@
 """Layer 2's execution engine: run a notebook in a sandbox and inspect its variables.
 
-nbclient and the kernel run together inside bubblewrap (``grader/sandbox_runner.py``):
-host folders read-only, no network, private pid/ipc/uts namespaces, no capabilities,
-the repository hidden, rlimits on memory, processes, file size and CPU; only the run's
-work folder is writable. Data is made resolvable wherever the student's code names it,
-their code unedited, and each mapping is recorded in ``ExecutionResult.notes``:
-- the working directory is ``WORK/a/b/nb``: each data file is there by name and under
-  ``data/``; ``../data/`` and ``../../data/`` resolve too;
-- a string literal whose base name is a data file's (any case) is placed where it
-  points: relative (Windows paths are plain file names on Linux), ``~/``, ``/tmp/``, or
-  under a top-level folder the host lacks (``/workspaces``, ``/Users``) or whose second
-  level it lacks (``/home/jovyan``): that folder is overlaid from the work folder, the
-  host's entries bound back read-only; ``setwd``/``os.chdir``/``%cd`` targets likewise.
+nbclient and the kernel run together inside bubblewrap (``grader/sandbox_runner.py``),
+with no network, private pid/ipc/uts namespaces and rlimits on memory, processes, file
+size and CPU; only the run's work folder is writable. The parts:
+- ``grader.sandbox_view``: the sandbox sees an allow-list of the host (system, runtimes,
+  the work folder), never ``/home``, ``/root``, ``/work``, the grader's data or other runs;
+- ``grader.sandbox_layout``: the assignment's data wherever the student's code names it;
+- ``grader.sandbox_limits`` and ``grader.sandbox_cgroup``: as root, each run's code runs
+  as a uid of its own (RLIMIT_NPROC then holds), in a cgroup of its own where one can be
+  made; ``grader.sandbox_runs``: private run folders, stale ones removed;
+- ``grader.sandbox_tamper``: a cell's status is the kernel's execute reply, and code
+  that tampers with the executor's error reporting is reported (``tampering``).
+What applied to a run is written in ``ExecutionResult.notes``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import itertools
 import json
 import logging
 import os
-import posixpath
-import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -32,9 +29,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -42,9 +38,14 @@ import nbformat
 from grader import inspect_code as scan
 from grader.compare import VariableSummary, compare_variables
 from grader.errors import SandboxError
-from grader.kernel_cache import seed_home
 from grader.notebook import strip_ansi
-from grader.types import Output
+from grader.sandbox_cgroup import RunCgroup
+from grader.sandbox_layout import Layout
+from grader.sandbox_limits import SandboxUser, hand_over, limiter, reserve_user
+from grader.sandbox_runs import make_run_folder
+from grader.sandbox_tamper import probe_code, probe_findings, static_findings
+from grader.sandbox_view import View, runtime_paths, sandbox_env, write_identity
+from grader.types import Evidence, Output
 
 __all__ = ["CellRun", "ExecLimits", "ExecutionResult", "VariableSummary", "compare_variables",
            "execute_notebook", "kernel_available", "sandbox_available"]
@@ -56,8 +57,7 @@ BWRAP = shutil.which("bwrap")
 RUNNER = Path(__file__).resolve().with_name("sandbox_runner.py")
 REPO = RUNNER.parent.parent
 GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
-SYSTEM_DIRS = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
-                         "run", "sbin", "sys", "usr", "var"})
+SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class ExecLimits:
     cell_timeout_s: int = 60
     total_timeout_s: int = 600
     memory_mb: int = 2048  # address space of each process in the sandbox
-    max_processes: int = 256  # on top of the user's processes already running
+    max_processes: int = 256  # processes and threads (as root: of the run's own uid)
     max_file_mb: int = 200  # largest file a process may write
     allow_unsandboxed: bool = False  # run without bubblewrap (limits only) when it is missing
 
@@ -91,6 +91,8 @@ class ExecutionResult:
     sandboxed: bool
     error: str  # execution could not run at all: grade from stored outputs, and say so
     notes: list[str] = field(default_factory=list)
+    # code that tampers with the executor's error reporting (static and as observed)
+    tampering: list[Evidence] = field(default_factory=list)
 
 
 def kernel_available(language: str) -> bool:
@@ -128,11 +130,13 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     """Run ``nb`` in a fresh sandboxed kernel; never raises for a student's code."""
     started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
     kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
+    tampering = static_findings(nb.get("cells", []), language)
 
     def failed(error: str) -> ExecutionResult:
         log.error("notebook not executed: %s", error)
         return ExecutionResult([], scan.missing(names, f"not executed: {error}"), kernel, language,
-                               time.perf_counter() - started, False, sandboxed, error, notes)
+                               time.perf_counter() - started, False, sandboxed, error, notes,
+                               tampering)
 
     if not kernel:
         return failed(f"no Jupyter kernel for {language} (looked for {KERNELS.get(language)!r})")
@@ -143,27 +147,68 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
         log.warning("running student code WITHOUT the sandbox: bubblewrap is unavailable")
         notes.append("ran WITHOUT the sandbox (bubblewrap unavailable): resource limits only, "
                      "no network or filesystem isolation")
-    if os.geteuid() == 0:
-        notes.append("the grader runs as root, which the kernel exempts from the process limit")
-    work = None
+    marker, probe_marker = (f"@@grader-{w}-{uuid.uuid4().hex}@@" for w in ("inspect", "probe"))
     try:
-        work = Path(tempfile.mkdtemp(prefix="grader-run-", dir=workdir))
-        layout = _Layout.prepare(work, nb, data, sandboxed)
-        notes += layout.notes
-        marker = f"@@grader-inspect-{uuid.uuid4().hex}@@"
-        code = scan.inspection_code(language, names, marker) if names else ""
-        events, killed = _run(layout, kernel, code, limits, sandboxed)
+        with reserve_user() if sandboxed else _as_grader() as user:
+            work = make_run_folder(workdir)
+            try:
+                view = View(runtime_paths(kernel, RUNNER) if sandboxed else ())
+                layout = Layout.prepare(work, nb, data, sandboxed, view)
+                notes += layout.notes
+                write_identity(layout.identity, user.uid, user.gid, work / "home")
+                hand_over(work, user, keep=(layout.identity,))
+                code = scan.inspection_code(language, names, marker) if names else ""
+                outcome = _run(layout, kernel, code, probe_code(language, probe_marker), limits,
+                               sandboxed, user)
+            finally:
+                if workdir is None:
+                    shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
     except (SandboxError, OSError) as exc:  # setting up the run failed: not the student's doing
         return failed(str(exc))
-    finally:
-        if workdir is None and work is not None:
-            shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
-    return _result(events, killed, names, marker, kernel, language, started, sandboxed, notes)
+    notes.append(outcome.containment(user, limits))
+    probes = {e.get("when"): e for e in outcome.events if e.get("event") == "probe"}
+    tampering += probe_findings(probes.get("before"), probes.get("after"), probe_marker)
+    if tampering:
+        log.warning("the notebook tampers with the executor: %s", [t.text for t in tampering])
+    return _result(outcome, names, marker, kernel, language, started, sandboxed, notes, tampering)
 
 
-def _result(events: list[dict[str, Any]], killed: bool, names: list[str], marker: str,
-            kernel: str, language: str, started: float, sandboxed: bool,
-            notes: list[str]) -> ExecutionResult:
+def _as_grader() -> contextlib.nullcontext[SandboxUser]:
+    return contextlib.nullcontext(SandboxUser(os.getuid(), os.getgid(), dedicated=False))
+
+
+@dataclass
+class _Outcome:
+    events: list[dict[str, Any]]
+    killed: bool  # by the wall clock
+    nproc: int  # RLIMIT_NPROC set
+    cgroup: str  # what the run's cgroup was ("" without one)
+    refused_forks: int  # counted by the cgroup
+
+    def containment(self, user: SandboxUser, limits: ExecLimits) -> str:
+        """What bounded the run's processes, as the runner saw it from inside."""
+        me = next((e for e in self.events if e.get("event") == "start"), {})
+        if user.dedicated and me.get("uid") == user.uid and me.get("cap_eff") == 0:
+            text = (f"student code ran as uid {user.uid}, reserved for this run, without "
+                    f"capabilities: at most {self.nproc} processes and threads (RLIMIT_NPROC)")
+        elif os.geteuid() == 0:
+            text = ("the grader runs as root and student code did not run as a uid of its own:"
+                    " the kernel exempts it from the process limit")
+        else:
+            text = (f"student code ran as the grader's user: at most {self.nproc} processes "
+                    f"and threads of that user (RLIMIT_NPROC, {limits.max_processes} on top of "
+                    "its own)")
+        if self.cgroup:
+            text += f"; {self.cgroup}"
+        if self.refused_forks:
+            text += f"; the process limit refused {self.refused_forks} forks"
+        return text
+
+
+def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, language: str,
+            started: float, sandboxed: bool, notes: list[str],
+            tampering: list[Evidence]) -> ExecutionResult:
+    events, killed = outcome.events, outcome.killed
     kinds = {e.get("event"): e for e in events}
     cells = [CellRun(e["cell_id"], e["index"], e["ok"], strip_ansi(e["error"]),
                      tuple(Output(o["kind"], strip_ansi(o["text"]), tuple(o["mime"]), o["name"])
@@ -180,189 +225,24 @@ def _result(events: list[dict[str, Any]], killed: bool, names: list[str], marker
     seconds = round(time.perf_counter() - started, 3)
     log.info("ran %d cells in %.1f s (%s, sandboxed=%s)", len(cells), seconds, kernel, sandboxed)
     return ExecutionResult(cells, variables, kernel, language, seconds,
-                           killed or stop in ("timeout", "total"), sandboxed, error, notes)
+                           killed or stop in ("timeout", "total"), sandboxed, error, notes,
+                           tampering)
 
 
-@dataclass
-class _Layout:
-    """The run's work folder and where the data appears inside the sandbox."""
-
-    work: Path
-    sandboxed: bool
-    files: dict[str, list[tuple[PurePosixPath, Path]]] = field(default_factory=dict)
-    tops: set[str] = field(default_factory=set)  # top-level folders overlaid from work/mnt
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def cwd(self) -> Path:
-        return self.work / "a" / "b" / "nb"
-
-    @classmethod
-    def prepare(cls, work: Path, nb: Any, data: list[Path], sandboxed: bool) -> _Layout:
-        self = cls(work, sandboxed)
-        for sub in ("home", "runtime", "tmp", "mnt", "a/b/nb"):
-            (work / sub).mkdir(parents=True, exist_ok=True)
-        seed_home(work / "home")
-        stored = self._store(data)
-        code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", [])
-                         if c.get("cell_type") == "code")  # source may be a list of lines
-        dirs = [(self.cwd, work)]
-        for target in scan.chdir_targets(code):
-            found = self._resolve(target, self.cwd, work)
-            if found and found[0] not in [d for d, _ in dirs]:
-                dirs.append(found)
-                self.notes.append(f"working directory {target!r} (setwd/chdir) exists in the "
-                                  "sandbox and holds the assignment's data")
-        for (rel, path), (folder, root) in itertools.product(stored, dirs):
-            self._place(folder / rel.name, path)
-            for up in (folder, folder.parent, folder.parent.parent):  # data/, ../data/, ../../
-                if up.is_relative_to(root):
-                    self._place(up / "data" / rel, path)
-        for text in dict.fromkeys(scan.string_literals(code)):
-            self._map_literal(text, dirs)
-        (work / "notebook.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-        return self
-
-    def _store(self, data: list[Path]) -> list[tuple[PurePosixPath, Path]]:
-        """Copy the data in (students may overwrite it); (path within its folder, copy)."""
-        stored: list[tuple[PurePosixPath, Path]] = []
-        if missing := [str(i) for i in data if not Path(i).exists()]:
-            raise SandboxError(f"assignment data not found: {', '.join(missing)}")
-        for item, path in ((Path(i), p) for i in data
-                           for p in (sorted(Path(i).rglob("*")) if Path(i).is_dir() else [i])):
-            if not path.is_file():
-                continue
-            rel = PurePosixPath(path.relative_to(item).as_posix() if item.is_dir() else path.name)
-            copy = self.work / "store" / str(len(stored)) / rel.name
-            try:
-                copy.parent.mkdir(parents=True)
-                shutil.copy2(path, copy)
-            except OSError as exc:
-                raise SandboxError(f"cannot copy assignment data {path}: {exc}") from exc
-            stored.append((rel, copy))
-            self.files.setdefault(rel.name.lower(), []).append((rel, copy))
-        return stored
-
-    def _place(self, dest: Path, source: Path) -> bool:
-        if dest.exists() or dest.is_symlink():
-            return dest.resolve() == source.resolve()
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.symlink_to(source)
-            return True
-        except OSError as exc:
-            self.notes.append(f"could not place data at {dest}: {exc}")
-            return False
-
-    def _resolve(self, text: str, base: Path, root: Path) -> tuple[Path, Path] | None:
-        """(where ``text`` lives in the work folder, the root it must stay under)."""
-        if text.startswith("~/") or text == "~":
-            text, base, root = text[2:], self.work / "home", self.work / "home"
-        if not text.startswith("/"):
-            target = Path(os.path.normpath(base / text))
-            return (target, root) if target.is_relative_to(root) else None
-        path = PurePosixPath(posixpath.normpath(text))
-        parts, why = path.parts, ""
-        if len(parts) < 3:
-            why = "a file at the root of the file system"
-        elif not self.sandboxed:
-            why = "absolute paths need the sandbox"
-        elif parts[1] == "tmp":
-            return self.work / "tmp" / Path(*parts[2:]), self.work / "tmp"
-        elif parts[1] in SYSTEM_DIRS:
-            why = f"/{parts[1]} is a system folder"
-        elif Path("/", parts[1]).is_symlink() or Path("/", parts[1], parts[2]).exists():
-            why = f"/{parts[1]}/{parts[2]} exists on this machine"
-        if why:
-            self.notes.append(f"path {text!r} not mapped: {why}")
-            return None
-        self.tops.add(parts[1])
-        return self.work / "mnt" / Path(*parts[1:]), self.work / "mnt" / parts[1]
-
-    def _map_literal(self, text: str, dirs: list[tuple[Path, Path]]) -> None:
-        base = re.split(r"[\\/]", text)[-1].lower()
-        if not base or base not in self.files or len(text) > 1000:
-            return
-        rel, source = next(((r, s) for r, s in self.files[base]
-                            if text.replace("\\", "/").endswith(r.as_posix())), self.files[base][0])
-        bases = [(self.cwd, self.work)] if text.startswith(("/", "~")) else dirs
-        found = [self._resolve(text, folder, root) for folder, root in bases]
-        if [self._place(f[0], source) for f in found if f].count(True):
-            self.notes.append(f"data path {text!r} mapped to the assignment's {rel}")
-
-
-def _env() -> dict[str, str]:
-    """What the sandbox inherits: only these (no API keys); the runner adds its folders."""
-    from jupyter_core.paths import jupyter_path
-    user_r = [str(p) for p in sorted(Path.home().glob("R/*-library/*")) if p.is_dir()]
-    zone = os.readlink("/etc/localtime") if Path("/etc/localtime").is_symlink() else ""
-    env = {k: os.environ[k] for k in ("R_LIBS", "R_HOME", "LC_ALL") if k in os.environ}
-    return env | {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-                  "LANG": os.environ.get("LANG", "C.UTF-8"),
-                  "TZ": os.environ.get("TZ") or zone.partition("zoneinfo/")[2] or "UTC",
-                  "JUPYTER_PATH": os.pathsep.join(jupyter_path()),  # the host's kernels
-                  "R_LIBS_USER": os.environ.get("R_LIBS_USER") or ":".join(user_r)}
-
-
-def _bwrap_argv(layout: _Layout) -> list[str]:
-    work = layout.work
-    argv = [str(BWRAP), "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
-            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
-
-    def expose(entry: Path) -> list[str]:  # the host's entry, read-only, at the same place
-        link = entry.is_symlink()
-        return [*(["--symlink", os.readlink(entry)] if link else ["--ro-bind", str(entry)]),
-                str(entry)] if link or entry.is_dir() or entry.is_file() else []
-
-    for entry in sorted(Path("/").iterdir()):
-        if entry.name not in {"dev", "proc", "tmp"} | layout.tops and entry.is_dir():
-            argv += expose(entry)
-    argv += ["--dev", "/dev", "--proc", "/proc", "--bind", str(work / "tmp"), "/tmp"]
-    for top in sorted(layout.tops):
-        argv += ["--bind", str(work / "mnt" / top), f"/{top}"]
-        if Path("/", top).is_dir():
-            for child in sorted(Path("/", top).iterdir()):
-                argv += expose(child)
-    if len(REPO.parts) > 2 and REPO.parts[1] not in SYSTEM_DIRS:  # hide stored grades, config
-        keep = [RUNNER] + [p for p in (Path(sys.prefix),) if p.is_relative_to(REPO)]
-        argv += ["--tmpfs", str(REPO), *(a for p in keep for a in ("--ro-bind", str(p), str(p))),
-                 "--remount-ro", str(REPO)]
-    return [*argv, "--bind", str(work), str(work), "--remount-ro", "/",
-            "--chdir", str(layout.cwd), "--"]
-
-
-def _limiter(limits: ExecLimits) -> Callable[[], None]:
-    def _owned(proc_entry: Path) -> bool:
-        try:
-            return proc_entry.stat().st_uid == os.getuid()
-        except FileNotFoundError:  # the process ended while we looked
-            return False
-
-    mib, cpu = 1024 * 1024, limits.total_timeout_s + GRACE_S
-    wanted = {resource.RLIMIT_AS: limits.memory_mb * mib,
-              resource.RLIMIT_FSIZE: limits.max_file_mb * mib,
-              resource.RLIMIT_NPROC: limits.max_processes + sum(
-                  _owned(p) for p in Path("/proc").iterdir() if p.name.isdigit()),
-              resource.RLIMIT_CPU: cpu, resource.RLIMIT_CORE: 0}
-    caps = {w: v if (hard := resource.getrlimit(w)[1]) == resource.RLIM_INFINITY
-            else min(v, hard) for w, v in wanted.items()}  # never above the current hard limit
-
-    def apply() -> None:  # runs in the child between fork and exec
-        for which, value in caps.items():
-            resource.setrlimit(which, (value, value))
-    return apply
-
-
-def _run(layout: _Layout, kernel: str, code: str, limits: ExecLimits,
-         sandboxed: bool) -> tuple[list[dict[str, Any]], bool]:
-    """Start the runner; return its events and whether the wall clock killed it."""
+def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
+         sandboxed: bool, user: SandboxUser) -> _Outcome:
+    """Start the runner; return its events and how its processes were bounded."""
     read_fd, write_fd = os.pipe()
+    switch = sandboxed and user.dedicated
     spec = {"notebook": str(layout.work / "notebook.ipynb"), "kernel": kernel, "code": code,
-            "work": str(layout.work), "cwd": str(layout.cwd), "events_fd": write_fd,
-            "cell_timeout_s": limits.cell_timeout_s, "total_timeout_s": limits.total_timeout_s}
+            "probe": probe, "work": str(layout.work), "cwd": str(layout.cwd),
+            "events_fd": write_fd, "cell_timeout_s": limits.cell_timeout_s,
+            "total_timeout_s": limits.total_timeout_s}
     (layout.work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    prefix = _bwrap_argv(layout) if sandboxed else []
-    argv = [*prefix, sys.executable, "-I", str(RUNNER), str(layout.work / "spec.json")]
+    prefix = layout.view.argv(str(BWRAP), layout.work, layout.cwd, layout.tops, layout.identity,
+                              switch_user=switch) if sandboxed else []
+    argv = [*prefix, sys.executable, "-I", str(RUNNER), str(layout.work / "spec.json"),
+            *(["--user", f"{user.uid}:{user.gid}"] if switch else [])]
     events: list[dict[str, Any]] = []
 
     def read_events() -> None:
@@ -374,29 +254,38 @@ def _run(layout: _Layout, kernel: str, code: str, limits: ExecLimits,
                     log.warning("unreadable event from the sandbox runner: %r", line[:200])
 
     reader = threading.Thread(target=read_events, daemon=True)
-    log_path = layout.work / "runner.log"
-    with open(log_path, "wb") as runner_log:
+    cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES)
+    nproc = user.nproc(limits.max_processes)
+    preexec = limiter(limits.memory_mb, limits.max_file_mb, nproc,
+                      limits.total_timeout_s + GRACE_S, cgroup.join if cgroup.folders else None)
+    # the runner's log lives outside the work folder, which the student's code may rewrite
+    with tempfile.TemporaryFile() as runner_log:
         try:
-            proc = subprocess.Popen(
-                argv, cwd=layout.cwd, env=_env(), stdin=subprocess.DEVNULL,
-                stdout=runner_log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                preexec_fn=_limiter(limits), start_new_session=True)
-        except (OSError, subprocess.SubprocessError) as exc:
-            os.close(read_fd)
-            raise SandboxError(f"cannot start the sandbox runner: {exc}") from exc
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=layout.cwd, env=sandbox_env(), stdin=subprocess.DEVNULL,
+                    stdout=runner_log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                    preexec_fn=preexec, start_new_session=True)
+            except (OSError, subprocess.SubprocessError) as exc:
+                os.close(read_fd)
+                raise SandboxError(f"cannot start the sandbox runner: {exc}") from exc
+            finally:
+                os.close(write_fd)
+            reader.start()
+            try:
+                proc.wait(timeout=limits.total_timeout_s + GRACE_S)
+                killed = False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                killed = True
+            reader.join(timeout=30)
+            refused, described = cgroup.refused_forks(), cgroup.describe()
         finally:
-            os.close(write_fd)
-        reader.start()
-        try:
-            proc.wait(timeout=limits.total_timeout_s + GRACE_S)
-            killed = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            killed = True
-    reader.join(timeout=30)
-    if not any(e.get("event") in ("start", "fatal") for e in events):
-        tail = log_path.read_text(encoding="utf-8", errors="replace").strip()[-1000:]
-        raise SandboxError(f"the sandbox runner exited with {proc.returncode} before the "
-                           f"kernel started: {tail}")
-    return events, killed
+            cgroup.close()
+        if not any(e.get("event") in ("start", "fatal") for e in events):
+            runner_log.seek(0)
+            tail = runner_log.read().decode("utf-8", errors="replace").strip()[-1000:]
+            raise SandboxError(f"the sandbox runner exited with {proc.returncode} before the "
+                               f"kernel started: {tail}")
+    return _Outcome(events, killed, nproc, described, refused)

@@ -1,20 +1,32 @@
 """Runs one notebook inside the sandbox: nbclient and its kernel together.
 
-    python -I grader/sandbox_runner.py SPEC_JSON     (how grader.execution starts it)
+    python -I grader/sandbox_runner.py SPEC_JSON [--user UID:GID]  (as grader.execution does)
     python -m grader.sandbox_runner SPEC_JSON        (the same, by hand)
 
+With ``--user`` (the grader is root) the runner becomes that uid and gid before anything
+else, even before reading the spec: the work folder is the uid's, mode 0700, and root in
+the sandbox has no capability but CAP_SETUID and CAP_SETGID.
+
 The spec (written by ``grader.execution``) names the notebook file, the kernel, the
-working directory, the timeouts, the inspection ``code`` to run after the last cell, and
-``events_fd``: a pipe to the grader outside the sandbox. The runner writes one JSON
+working directory, the timeouts, the inspection ``code`` to run after the last cell, the
+``probe`` to run before the first cell and after the last (``grader.sandbox_tamper``),
+and ``events_fd``: a pipe to the grader outside the sandbox. The runner writes one JSON
 object per line to that pipe (or to stdout when there is none), as it goes, so that
 everything done before a kill is kept:
 
-    {"event": "start", "kernel": ...}
+    {"event": "start", "kernel": ..., "uid": ..., "gid": ..., "cap_eff": ..., ...}
+    {"event": "probe", "when": "before", "text": <its stdout>, "error": ...}
     {"event": "cell", "index": 3, "cell_id": ..., "ok": ..., "error": ..., "outputs": [...],
      "seconds": ...}
     {"event": "stop", "reason": "timeout" | "dead" | "total"}
+    {"event": "probe", "when": "after", ...}
     {"event": "inspect", "text": <stdout of the inspection cell>, "error": ...}
     {"event": "done"}          or   {"event": "fatal", "error": ...}
+
+A cell's status is the kernel's execute reply (``status``, ``ename``, ``evalue``), which
+a replaced ``showtraceback`` does not change, though it silences the error output; a
+cell whose reply says "ok" but whose outputs hold an error (a reply rewritten from a
+``post_run_cell`` callback) failed too.
 
 Before the kernel starts, the runner points HOME and the Jupyter, XDG and matplotlib
 folders at the work folder (everything else is read-only) and limits BLAS/OpenMP to one
@@ -39,6 +51,7 @@ from nbclient.exceptions import DeadKernelError
 
 MAX_TEXT = 100_000  # characters kept per output
 INSPECT_TIMEOUT_S = 60
+PROBE_TIMEOUT_S = 20
 TIMEOUT = "CellTimeoutError"
 PR_SET_DUMPABLE = 4
 
@@ -64,6 +77,19 @@ def normalise(output: dict[str, Any]) -> dict[str, Any]:
             "mime": [m for m in data if m != "text/plain"]}
 
 
+def reply_error(reply: dict[str, Any] | None) -> str | None:
+    """``ename: evalue`` from an execute reply, "" when it is ok, None when none came."""
+    if not reply:
+        return None
+    content = reply.get("content", {})
+    status = content.get("status")
+    if status == "ok":
+        return ""
+    if status == "error":
+        return _text(f"{content.get('ename', '')}: {content.get('evalue', '')}".strip())
+    return f"KernelReply: the kernel answered {status!r}"
+
+
 def first_error(outputs: list[dict[str, Any]]) -> str:
     """``ename: evalue`` of the first error among nbformat outputs, or ""."""
     return next((_text(f"{o.get('ename', '')}: {o.get('evalue', '')}".strip()) for o in outputs
@@ -81,6 +107,26 @@ def kernel_environment(work: Path) -> dict[str, str]:
                "MPLCONFIGDIR": ".matplotlib", "XDG_CACHE_HOME": ".cache",
                "XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share"}
     return env | {var: str(home / sub) for var, sub in folders.items()}
+
+
+def become(uid: int, gid: int) -> None:
+    """Switch for good to the run's own unprivileged uid (which clears the capabilities)."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    now = identity()
+    if (os.getresuid(), os.getresgid(), os.getgroups()) != ((uid,) * 3, (gid,) * 3, []) \
+            or now["cap_eff"] or now["cap_prm"]:
+        raise PermissionError(f"could not become uid {uid} without capabilities: {now}")
+
+
+def identity() -> dict[str, Any]:
+    """Who the runner is: uid, gid and capabilities (from /proc/self/status)."""
+    status = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text(encoding="ascii").splitlines() if ":" in line)
+    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "cap_eff": int(status["CapEff"], 16), "cap_prm": int(status["CapPrm"], 16),
+            "no_new_privs": int(status.get("NoNewPrivs", "0"))}
 
 
 def _undumpable() -> None:
@@ -106,6 +152,7 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
         timeout=spec["cell_timeout_s"],
         allow_errors=True,
         record_timing=False,
+        coalesce_streams=True,  # one output per stream, however the kernel's flushes fell
         interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT, "evalue": "", "traceback": []},
         startup_timeout=spec.get("startup_timeout_s", 60),
@@ -119,13 +166,18 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
     replies: dict[int, Any] = {}
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.update(
         {cell_index: execute_reply})
+    probe = spec.get("probe") or ""
     try:
         with client.setup_kernel():
-            emit(event="start", kernel=spec["kernel"])
+            emit(event="start", kernel=spec["kernel"], **identity())
+            if probe:
+                emit(event="probe", when="before", **_hidden(client, nb, probe, replies))
             deadline = time.monotonic() + spec["total_timeout_s"]  # kernel start-up not counted
             stop = _run_cells(client, nb, spec, deadline, replies, emit)
             if stop:
                 emit(event="stop", reason=stop)
+            if probe and stop != "dead":
+                emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
             if spec.get("code"):
                 _inspect(client, nb, spec["code"], stop, replies, emit)
     except Exception as exc:
@@ -159,7 +211,8 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
         except DeadKernelError:
             error = "DeadKernelError: the kernel died (memory, file size or CPU limit?)"
             stop = "dead"
-        error = error or first_error(cell.get("outputs", []))
+        # the reply decides; an error output still counts when a patched kernel replies "ok"
+        error = error or reply_error(replies.get(index)) or first_error(cell.get("outputs", []))
         outputs = [normalise(o) for o in cell.get("outputs", [])]
         emit(
             event="cell",
@@ -173,6 +226,28 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
         if stop:
             return stop
     return ""
+
+
+def _hidden(client: NotebookClient, nb: Any, code: str,
+            replies: dict[int, Any]) -> dict[str, str]:
+    """Run ``code`` as a cell the notebook does not keep: its stdout and error."""
+    cell = nbformat.v4.new_code_cell(code)
+    nb.cells.append(cell)
+    index = len(nb.cells) - 1
+    client.timeout = PROBE_TIMEOUT_S
+    try:
+        client.execute_cell(cell, index, store_history=False)
+    except DeadKernelError as exc:
+        return {"text": "", "error": f"DeadKernelError: {exc}"}
+    finally:
+        nb.cells.pop()
+    if _timed_out(replies, index):
+        return {"text": "", "error": f"{TIMEOUT}: no answer in {PROBE_TIMEOUT_S} s"}
+    outputs = cell.get("outputs", [])
+    text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    error = reply_error(replies.pop(index, None))
+    return {"text": text, "error": first_error(outputs) if error is None else error}
 
 
 def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dict[int, Any],
@@ -198,11 +273,15 @@ def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dic
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        sys.stderr.write("usage: python -m grader.sandbox_runner SPEC_JSON\n")
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--user"):
+        sys.stderr.write("usage: python -m grader.sandbox_runner SPEC_JSON [--user UID:GID]\n")
         return 2
-    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    if len(argv) == 4:
+        uid, _, gid = argv[3].partition(":")
+        become(int(uid), int(gid))
     _undumpable()
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    os.chdir(spec["cwd"])
     fd = spec.get("events_fd")
     if fd is None:
         return run(spec, sys.stdout)

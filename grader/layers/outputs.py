@@ -117,6 +117,13 @@ class OutputLayer(Layer):
                     result.checks.append(self._runs(ctx, crit, check, run))
                 elif check.type == "output":
                     result.checks.append(self._output(crit, check, run, sol, reason))
+        if run is not None and run.tampering:  # static findings count even if the run failed
+            shown = "; ".join(t.text for t in run.tampering[:3])
+            result.flags.append(Flag(
+                "executor_tampering",
+                f"the notebook changes how errors reach the grader ({shown}); its failing "
+                "cells were still counted from the kernel's replies",
+                tuple(run.tampering[:10])))
         if run is not None and not run.error:
             result.flags.extend(self._provenance(ctx, run))
             result.details.update(
