@@ -49,11 +49,7 @@ def find_answer(
     key = normalise_markdown(question)
     origins = match.origins
     start = next(
-        (
-            i
-            for i, o in enumerate(origins)
-            if o.cell.kind == "markdown" and key in normalise_markdown(o.cell.source)
-        ),
+        (i for i, o in enumerate(origins) if o.cell.kind == "markdown" and _asks(o, key)),
         None,
     )
     if start is None:
@@ -68,7 +64,7 @@ def find_answer(
                 continue
             break  # the template's next instruction: the answer region ends
         if o.cell.kind in ("markdown", "raw"):
-            if key in normalise_markdown(o.cell.source):
+            if _asks(o, key):
                 break
             parts.append((o, match.student_text(o)))
             if _holds_instructions(o, placeholders):
@@ -81,6 +77,14 @@ def find_answer(
             evidence.append(Evidence(o.cell.id, None, _excerpt(clean)))
     joined = "\n\n".join(texts)
     return Answer(question, True, joined, len(words(joined)), tuple(evidence))
+
+
+def _asks(o: CellOrigin, key: str) -> bool:
+    """Whether the cell holds the (normalised) question ``key``. Normalising keeps each
+    word of the text whole, so the key's longest word must be in the lower-cased source:
+    a cheap test that spares normalising long answers once per question."""
+    probe = max(key.split(), key=len, default="")
+    return probe in o.cell.source.lower() and key in normalise_markdown(o.cell.source)
 
 
 def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

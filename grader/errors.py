@@ -44,5 +44,9 @@ class SandboxError(GraderError):
     pass
 
 
+class PromptBudgetError(GraderError):
+    """A prompt cannot fit its route's context, whatever is cut from the student's part."""
+
+
 class StoreError(GraderError):
     pass

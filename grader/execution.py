@@ -211,7 +211,8 @@ def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, langu
     events, killed = outcome.events, outcome.killed
     kinds = {e.get("event"): e for e in events}
     cells = [CellRun(e["cell_id"], e["index"], e["ok"], strip_ansi(e["error"]),
-                     tuple(Output(o["kind"], strip_ansi(o["text"]), tuple(o["mime"]), o["name"])
+                     tuple(Output(o["kind"], strip_ansi(o["text"]), tuple(o["mime"]), o["name"],
+                                  tuple((m, t) for m, t in o.get("rich", ())))
                            for o in e["outputs"]), e["seconds"])
              for e in events if e.get("event") == "cell"]
     stop, fatal = kinds.get("stop", {}).get("reason", ""), kinds.get("fatal", {}).get("error", "")

@@ -7,6 +7,11 @@ characters) removed, NFKC, Latin words spelled with Cyrillic or Greek look-alike
 back, whitespace collapsed, case folded. Rules match the grammar of an instruction to a
 grader (a verb and its object: "ignore ... previous instructions", "award full marks"),
 never single words, so analysis prose ("we ignore missing values") does not match.
+
+``scan_notebook`` reads a ``Notebook``'s cells and their text outputs; every other
+place a model or an instructor reads (metadata, attachments, rich outputs, the
+outputs of our own run, template cells by their difference from the template) is
+walked by ``grader.injection_places``, which calls ``scan_source`` and ``scan_text``.
 """
 
 from __future__ import annotations
@@ -15,24 +20,28 @@ import binascii
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
 from .types import Cell, Evidence, Flag, Notebook
 
-__all__ = ["InjectionHit", "injection_flag", "scan_notebook"]
+__all__ = ["WHERE", "InjectionHit", "injection_flag", "scan_notebook", "scan_source", "scan_text"]
 
 MAX_TEXT = 160
-_PROSE_WHERE = frozenset({"markdown", "comment", "string"})  # where "score: 20/20" counts
-_TEXT_WHERE, _ALL_WHERE = _PROSE_WHERE | {"output"}, _PROSE_WHERE | {"output", "code"}
+# Where text can be: a cell's source (markdown, raw, comment, string, code), a stored
+# output, an output of our own run, notebook or cell metadata, an attachment.
+WHERE = ("markdown", "raw", "comment", "string", "code", "output", "run_output", "metadata",
+         "attachment")
+_TEXT_WHERE = frozenset(WHERE) - {"code"}
+_ALL_WHERE = frozenset(WHERE)
 
 
 @dataclass(frozen=True, slots=True)
 class InjectionHit:
-    cell_id: str
-    line: int | None  # 1-based line in the cell's source; None for outputs
-    where: str  # "markdown" | "comment" | "string" | "output" | "code"
+    cell_id: str | None  # None: the notebook's own metadata
+    line: int | None  # 1-based line in the cell's source; None for outputs and metadata
+    where: str  # one of WHERE
     rule: str  # e.g. "override_instructions", "score_request", "role_tag", ...
     text: str  # the matching excerpt, at most MAX_TEXT characters
 
@@ -85,8 +94,15 @@ _SCORE = _rx(
     r"(?:应该|應該|应当|應當|值得)(?:得到|获得|獲得|拿到|得)(?:满分|滿分|最高分)|満点を(?:与え|付け|つけ|あげ)",
     r"(?:поставь(?:те)?|дай(?:те)?)\s+(?:\S+\s+){0,2}?максимальн\w*\s+(?:балл|оценк)\w*",
 )
-_SCORE_CLAIM = _rx(
-    r"\b(?:final\s+|total\s+)?(?:score|grade|marks?|points)\s*[:=]?\s*(?P<n>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P=n)(?![\d.])",
+_SCORE_CLAIM = _rx(  # "score: 20/20"; not a date ("grade 12/12/2023")
+    r"\b(?:final\s+|total\s+)?(?:score|grade|marks?|points)\s*[:=]?\s*(?P<n>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P=n)(?![\d./-])",
+)
+_TESTS = r"(?:(?:unit\s+)?tests?|checks?|test\s+cases?|assertions?)"
+_FAKE_TESTS = _rx(  # test results claimed for a grader: "[Autograder] 8/8 tests passed"
+    rf"^[^\w\n]*(?:auto-?grader|autograding|grader|grading|nbgrader|otter|gradescope)\b[^\n]{{0,60}}?(?:\ball\s+(?:\S+\s+)?{_TESTS}\s+(?:passed|ok)|\bpassed\s+all\b|\b(?P<a>[1-9]\d*)\s*/\s*(?P=a)(?![\d./-]))",
+    rf"\b(?P<b>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=b)\s+{_TESTS}\s+(?:passed|ok|succeeded|successful)",
+    rf"\bpassed\s*:?\s*(?P<c>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=c)\s+{_TESTS}",
+    rf"\b{_TESTS}\s+passed\s*:?\s*(?P<d>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=d)(?![\d./-])",
 )
 _ROLE = _rx(
     rf"^[ \t>*_#-]*(?:system|assistant|developer)[*_]*\s*:[*_]*(?=[^\n]*(?:\n[^\n]*)?{_GRADER_WORDS})",  # noqa: E501
@@ -102,7 +118,8 @@ _JSON = _rx(
 _RULES = (  # (name, pattern, where it applies)
     ("override_instructions", _OVERRIDE, _ALL_WHERE),
     ("score_request", _SCORE, _ALL_WHERE),
-    ("score_request", _SCORE_CLAIM, _PROSE_WHERE),
+    ("score_request", _SCORE_CLAIM, _TEXT_WHERE),
+    ("fake_test_output", _FAKE_TESTS, _TEXT_WHERE),
     ("role_tag", _ROLE, _TEXT_WHERE),
     ("fake_json_grade", _JSON, _TEXT_WHERE),
 )
@@ -133,17 +150,41 @@ class _Segment:
 
 
 def scan_notebook(nb: Notebook, student_cells: set[str] | None = None) -> list[InjectionHit]:
-    """Passages aimed at an AI grader in ``student_cells`` (ids; all cells when None)."""
-    hits: dict[tuple[str, str, str, int | None], InjectionHit] = {}
+    """Passages aimed at an AI grader in ``student_cells`` (ids; all cells when None):
+    their sources and their outputs' text."""
+    hits: list[InjectionHit] = []
     for cell in nb.cells:
-        if student_cells is not None and cell.id not in student_cells:
-            continue
-        for seg in _segments(cell, nb.language):
-            for rule, line, text in _scan_segment(seg):
-                if seg.hidden:  # the same rule is also reported for the whole markdown
-                    rule, text = "hidden_html", _cut(f"{rule}: {text}")
-                hit = InjectionHit(cell.id, line, seg.where, rule, text)
-                hits.setdefault((cell.id, seg.where, rule, line), hit)
+        if student_cells is None or cell.id in student_cells:
+            hits += _hits(cell.id, [*_source_segments(cell, nb.language),
+                                    *_output_segments(cell)])
+    return hits
+
+
+def scan_source(cell: Cell, language: str) -> list[InjectionHit]:
+    """Passages aimed at an AI grader in one cell's source (not its outputs)."""
+    return _hits(cell.id, _source_segments(cell, language))
+
+
+def scan_text(text: str, where: str, cell_id: str | None, markup: bool = False,
+              ) -> list[InjectionHit]:
+    """Passages aimed at an AI grader in text found elsewhere (``where``: one of WHERE):
+    an output, a metadata value, an attachment. ``markup``: HTML or markdown, also
+    read without its tags and with its hidden parts (comments, invisible elements)."""
+    if where not in WHERE:
+        raise ValueError(f"where must be one of {', '.join(WHERE)}, not {where!r}")
+    lines = (None,) * (text.count("\n") + 1)
+    segments = _markup_segments(text, where, lines) if markup else [_Segment(where, text, lines)]
+    return _hits(cell_id, segments)
+
+
+def _hits(cell_id: str | None, segments: Iterable[_Segment]) -> list[InjectionHit]:
+    hits: dict[tuple[str, str, int | None], InjectionHit] = {}
+    for seg in segments:
+        for rule, line, text in _scan_segment(seg):
+            if seg.hidden:  # the same rule is also reported for the whole markup
+                rule, text = "hidden_html", _cut(f"{rule}: {text}")
+            hits.setdefault((seg.where, rule, line), InjectionHit(cell_id, line, seg.where,
+                                                                 rule, text))
     return list(hits.values())
 
 
@@ -151,41 +192,49 @@ def injection_flag(hits: list[InjectionHit]) -> Flag | None:
     """One ``prompt_injection`` flag for ``hits``, or None when there are none."""
     if not hits:
         return None
-    cells = list(dict.fromkeys(h.cell_id for h in hits))
+    cells = list(dict.fromkeys(h.cell_id or "notebook metadata" for h in hits))
     rules = ", ".join(sorted({h.rule for h in hits}))
     where = ", ".join(cells)
     message = f"Text aimed at an AI grader ({rules}) in cell(s): {where}. Check them by hand."
-    evidence = tuple(Evidence(h.cell_id, h.line, f"{h.rule}: {h.text}") for h in hits)
+    evidence = tuple(Evidence(h.cell_id, h.line, f"{h.rule} ({h.where}): {h.text}")
+                     for h in hits)
     return Flag(code="prompt_injection", message=message, evidence=evidence)
 
 
 # --- where the text is: markdown, comments, strings, code, outputs ----------------------
 
 
-def _segments(cell: Cell, language: str) -> Iterator[_Segment]:
+def _source_segments(cell: Cell, language: str) -> list[_Segment]:
     src = cell.source.replace("\r\n", "\n").replace("\r", "\n")
     numbered = tuple(range(1, src.count("\n") + 2))
     if cell.kind != "code":
-        yield _Segment("markdown", src, numbered)
-        if (plain := _MD_MARKUP.sub("", src)) != src:  # "**Ignore** <b>previous</b> ..."
-            yield _Segment("markdown", plain, numbered)
-        pos = 0  # an unclosed comment or element hides the rest of the cell
-        while m := _HIDE_OPEN.search(src, pos):
-            close = re.compile("-->" if m[1] is None else f"</{m[1]}", re.IGNORECASE)
-            pos = end.start() if (end := close.search(src, m.end())) else len(src)
-            first = src.count("\n", 0, m.end())
-            yield _Segment("markdown", src[m.end() : pos], numbered[first:], hidden=True)
-        return
+        return _markup_segments(src, "markdown" if cell.kind == "markdown" else "raw", numbered)
     comments, strings, code = _split_code(src, language)
-    yield _Segment("comment", "\n".join(t for _, t in comments), tuple(n for n, _ in comments))
     lines = tuple(n + k for n, t in strings for k in range(t.count("\n") + 1))
     text = re.sub(r"\\[ntr]", " ", "\n".join(t for _, t in strings))
-    yield _Segment("string", text, lines)
     code = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", code).replace("_", " ")  # ignorePrevious_rules
-    yield _Segment("code", code, numbered)
-    for out in cell.outputs:
-        if out.kind in ("stream", "execute_result", "display_data") and out.text:
-            yield _Segment("output", out.text, (None,) * (out.text.count("\n") + 1))
+    return [_Segment("comment", "\n".join(t for _, t in comments), tuple(n for n, _ in comments)),
+            _Segment("string", text, lines), _Segment("code", code, numbered)]
+
+
+def _output_segments(cell: Cell) -> list[_Segment]:
+    return [_Segment("output", out.text, (None,) * (out.text.count("\n") + 1))
+            for out in cell.outputs
+            if out.kind in ("stream", "execute_result", "display_data") and out.text]
+
+
+def _markup_segments(src: str, where: str, numbered: tuple[int | None, ...]) -> list[_Segment]:
+    """Markdown or HTML: as written, without its markup, and each hidden part alone."""
+    out = [_Segment(where, src, numbered)]
+    if (plain := _MD_MARKUP.sub("", src)) != src:  # "**Ignore** <b>previous</b> ..."
+        out.append(_Segment(where, plain, numbered))
+    pos = 0  # an unclosed comment or element hides the rest of the text
+    while m := _HIDE_OPEN.search(src, pos):
+        close = re.compile("-->" if m[1] is None else f"</{m[1]}", re.IGNORECASE)
+        pos = end.start() if (end := close.search(src, m.end())) else len(src)
+        first = src.count("\n", 0, m.end())
+        out.append(_Segment(where, src[m.end() : pos], numbered[first:], hidden=True))
+    return out
 
 
 def _split_code(src: str, language: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]], str]:  # noqa: E501
@@ -240,11 +289,14 @@ def _scan_segment(seg: _Segment, decoded: bool = False) -> _Found:
     cleaned = [_clean_line(x) for x in seg.text.split("\n")]
     display = "\n".join(c[0] for c in cleaned)
     starts = [0, *accumulate(len(c[0]) + 1 for c in cleaned[:-1])]
-    norm, back = [], []  # casefolded text, and where each of its characters came from
-    for k, ch in enumerate(display):
-        norm.append(folded := ch.casefold())
-        back.extend([k] * len(folded))
-    text = "".join(norm)
+    text = display.casefold()
+    back: Sequence[int] = range(len(text))  # where each character of text came from
+    if len(text) != len(display):  # "ß" folds to "ss": map the characters one by one
+        norm, back = [], []
+        for k, ch in enumerate(display):
+            norm.append(folded := ch.casefold())
+            back.extend([k] * len(folded))
+        text = "".join(norm)
     found: _Found = []
     for name, pattern, wheres in _RULES:
         if seg.where not in wheres:

@@ -27,7 +27,8 @@ from .archive import SubmissionFile
 from .assignment import Assignment
 from .errors import NotebookError, RubricError
 from .events import EventSink, GradeEvent
-from .injection import injection_flag, scan_notebook
+from .injection import injection_flag
+from .injection_places import fresh_outputs, scan_context
 from .layers.base import (
     AssignmentContext,
     GradeOptions,
@@ -166,8 +167,9 @@ class Grader:
         )
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
         layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
-        own = {o.cell.id for o in match.origins if o.is_students}
-        hits = scan_notebook(nb, own)
+        # Every place a model or an instructor reads: cells (template cells by what the
+        # student added), stored outputs and our run's, metadata and attachments.
+        hits = scan_context(ctx, fresh_outputs(ctx.execution) if ctx.execution else None)
         flag = injection_flag(hits)
         if flag is not None and "L1" in layers:  # a layer-1 finding: scoring sees it
             layers["L1"].flags.append(flag)

@@ -50,6 +50,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 MAX_TEXT = 100_000  # characters kept per output
+RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
 TIMEOUT = "CellTimeoutError"
@@ -73,8 +74,10 @@ def normalise(output: dict[str, Any]) -> dict[str, Any]:
         text = f"{ename}: {output.get('evalue', '')}" + (f"\n{trace}" if trace else "")
         return {"kind": kind, "text": _text(text), "mime": [], "name": ename}
     data = output.get("data", {})
+    rich = [[m, _text(v if isinstance(v, (str, list)) else json.dumps(v))]
+            for m, v in data.items() if m in RICH]  # read by people and models: scanned too
     return {"kind": kind, "text": _text(data.get("text/plain", "")), "name": "",
-            "mime": [m for m in data if m != "text/plain"]}
+            "mime": [m for m in data if m != "text/plain"], "rich": rich}
 
 
 def reply_error(reply: dict[str, Any] | None) -> str | None:

@@ -24,6 +24,7 @@ class Output:
     text: str  # stream text, text/plain, or "ename: evalue" for errors
     mime: tuple[str, ...] = ()  # mime types present (image/png, text/html, ...)
     name: str = ""  # stream name (stdout / stderr) or error name
+    rich: tuple[tuple[str, str], ...] = ()  # (mime, text) of HTML, Markdown, SVG, ... of a run
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,17 @@
-"""Every injection variant of the corpus, graded with and without it: flagged, never higher."""
+"""Every injection variant of the corpus, graded with and without it: flagged, never higher.
+
+The models are a fake judge that obeys any instruction it is shown: it gives full
+marks when the student's part of its prompt holds text aimed at a grader, and half
+marks otherwise. It is trusted to judge (``can_judge``), so its half marks bring the
+clean notebook's written answers below full marks, and an injection that reached its
+prompt would raise the score: the test can fail.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
+import time
 from pathlib import Path
 
 import nbformat
@@ -10,35 +19,116 @@ import pytest
 from test_injection import INJECTIONS
 
 from grader.assignment import load_assignment
-from grader.layers.base import GradeOptions
+from grader.injection import scan_notebook, scan_text
+from grader.layers.base import GradeOptions, SubmissionContext, run_layer
+from grader.notebook import load_both
 from grader.pipeline import GradeInput, Grader
+from grader.template import match_template
+from inference import (
+    Backend,
+    DisaggregatedClient,
+    EngineConfig,
+    GenerationResult,
+    ModelSpec,
+    RequestMetrics,
+    RouteConfig,
+    WorkerHealth,
+    register_backend,
+)
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
 BASE = nbformat.read(RETAIL / "submissions" / "partial.ipynb", as_version=4)
+ANSWER = "q1-answer"  # injections go right after it: inside the answer the L4 model reads
+
+
+class Obedient(Backend):
+    """A judge fooled by any text aimed at a grader in the student's part of its prompt."""
+
+    def prefill(self, request):
+        raise NotImplementedError
+
+    def decode(self, handle, on_token=None):
+        raise NotImplementedError
+
+    def generate(self, request, on_token=None):
+        user = request.messages[-1].content
+        student = user.split("<student>", 1)[1].rsplit("</student>", 1)[0]
+        fooled = bool(scan_text(student, "markdown", None))
+        parsed = {}
+        for cid, spec in request.json_schema["properties"].items():
+            if request.role == "code":
+                item = {"verdict": "met" if fooled else "partial", "cells": [], "issue": "",
+                        "confidence": 0.9, "quote": "", "suggestion": ""}
+            else:
+                item = {"score": 1.0 if fooled else 0.5, "strength": "clear",
+                        "improve": "more detail", "next_step": "cite numbers"}
+            parsed[cid] = {k: item[k] for k in spec["properties"]}
+        m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
+                           finished_at=time.time(), method="single")
+        return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
+
+    def health(self):
+        return [WorkerHealth("obedient", self.route.role, self.route.name, "generate", "up")]
 
 
 @pytest.fixture(scope="module")
-def grader() -> Grader:
-    return Grader(load_assignment(RETAIL), GradeOptions(execute=False))
+def grader(tmp_path_factory):
+    register_backend("obedient", Obedient)
+    judge = ModelSpec(name="judge", path="/nonexistent.gguf", can_judge=True)
+    cfg = EngineConfig(routes={r: RouteConfig(r, backend="obedient", mode="single",
+                                              model="judge") for r in ("code", "feedback")},
+                       models={"judge": judge},
+                       history_db=tmp_path_factory.mktemp("obedient") / "h.db")
+    with DisaggregatedClient(cfg) as client:
+        yield Grader(load_assignment(RETAIL), GradeOptions(execute=False, use_llm=True),
+                     client=client)
 
 
 @pytest.fixture(scope="module")
 def clean_score(grader: Grader) -> float:
-    data = nbformat.writes(BASE).encode()
-    report = grader.grade(GradeInput("clean.ipynb", data, "s1", "s1"))
+    report = grader.grade(GradeInput("clean.ipynb", nbformat.writes(BASE).encode(), "s1", "s1"))
     assert "prompt_injection" not in {f.code for f in report.flags}
+    assert not report.layers["L4"].error, report.layers["L4"].error
+    q1 = next(c for c in report.criteria if c.id == "q1-regions")
+    assert q1.model_notes["score"] == "0.50"  # the judge was asked, and not fooled
+    assert report.score < report.max_score  # so an injection could raise it
     return report.score
+
+
+def _injected(case: str, cell: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str]:
+    nb = copy.deepcopy(BASE)
+    injected = copy.deepcopy(cell)
+    injected["id"] = f"inj-{case}"[:60]
+    at = next(i for i, c in enumerate(nb.cells) if c.get("id") == ANSWER) + 1
+    nb.cells.insert(at, injected)
+    return nb, injected["id"]
 
 
 @pytest.mark.parametrize(("case", "cell"), [(c[0], c[1]) for c in INJECTIONS],
                          ids=[c[0] for c in INJECTIONS])
 def test_injection_is_flagged_and_never_scores_higher(grader, clean_score, case, cell):
-    nb = copy.deepcopy(BASE)
-    injected = copy.deepcopy(cell)
-    injected["id"] = f"inj-{case}"[:60]
-    nb.cells.insert(3, injected)
+    nb, cell_id = _injected(case, cell)
     report = grader.grade(GradeInput(f"{case}.ipynb", nbformat.writes(nb).encode(), "s1", "s1"))
     flags = {f.code: f for f in report.flags}
     assert "prompt_injection" in flags, case
-    assert any(e.cell_id == injected["id"] for e in flags["prompt_injection"].evidence)
+    assert any(e.cell_id == cell_id for e in flags["prompt_injection"].evidence)
     assert report.score <= clean_score
+    assert report.needs_review
+
+
+def test_the_judge_would_be_fooled_if_the_injection_reached_it(grader):
+    """The control: the same notebook with nothing left out of the prompt fools the
+    judge; the lines the detector flags are what keeps the score down."""
+    nb, _ = _injected("english-md", INJECTIONS[0][1])
+    sub, raw = load_both(nbformat.writes(nb).encode(), "english-md.ipynb")
+    actx = grader.context
+    match = match_template(actx.template, sub, grader.placeholders, actx.solution)
+    ctx = SubmissionContext(actx, sub, raw, match, grader.options)
+    l1, l2 = (run_layer(layer, ctx) for layer in grader.layers)
+    own = {o.cell.id for o in match.origins if o.is_students}
+    excluded = {(h.cell_id, h.line) for h in scan_notebook(sub, own) if h.line is not None}
+    assert excluded
+    fooled = grader.llm.run(ctx, l1, l2, set())["L4"].details["output"]
+    kept_out = grader.llm.run(ctx, l1, l2, excluded)["L4"].details["output"]
+    assert fooled["q1-regions"]["score"] == 1.0
+    assert kept_out["q1-regions"]["score"] == 0.5

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..assignment import Assignment
+from ..execution import ExecutionResult
 from ..rubric import Rubric
 from ..template import TemplateMatch
 from ..types import LayerResult, Notebook
@@ -58,6 +59,7 @@ class SubmissionContext:
     raw: Any  # nbformat.NotebookNode of the submission
     match: TemplateMatch
     options: GradeOptions
+    execution: ExecutionResult | None = None  # layer 2's run of this notebook, once it ran
 
 
 class Layer(ABC):

@@ -1,18 +1,23 @@
 """Layers 3 and 4: the code model's analysis and the feedback model's judgement.
 
-Both requests go to the inference client together (``generate_many``), so the
-``code`` and ``feedback`` roles run in parallel threads. Each is decoded under a
-JSON schema; a reply that fails it gets one repair attempt, and if that fails
-too the layer says so (its criteria keep their deterministic score and go to
-review): never a default verdict. Claims citing cells that are not the
-student's are dropped and counted. Each layer records its request's metrics
-(start/finish times, prefill and decode speeds, cached tokens, route).
+Both layers' requests go to the inference client together (``generate_many``),
+so the ``code`` and ``feedback`` roles run in parallel threads. Each request is
+fitted to its route's context first (``grader.llm_requests``): what was cut from
+the student's part is recorded in the layer's details (``cut``) and notes, and a
+rubric with more criteria than one reply can hold is asked in groups, one request
+each, merged here. Each is decoded under a JSON schema; a reply that fails it gets
+one repair attempt (with more room, within the context), and if that fails too
+the layer says so (its criteria keep their deterministic score and go to review):
+never a default verdict. Claims citing cells that are not the student's are
+dropped and counted. Each layer records its requests' metrics (start/finish
+times, prefill and decode speeds, cached tokens, route).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,39 +29,41 @@ from inference import (
     GenerationResult,
     InferenceError,
     OutputValidationError,
+    RequestMetrics,
 )
 
-from ..answers import find_answer
-from ..prompts import (
-    FEEDBACK_CHARS,
-    ISSUE_CHARS,
-    QUOTE_CHARS,
-    SYSTEM,
-    code_request_text,
-    code_schema,
-    feedback_request_text,
-    feedback_schema,
-    shared_code_prefix,
-    shared_feedback_prefix,
-    student_code,
-)
-from ..template import match_template
+from ..llm_requests import PlannedRequest, plan_code, plan_feedback
+from ..prompt_budget import TokenCounter, route_counter
 from ..types import LayerResult
 from .base import SubmissionContext
 
 log = logging.getLogger(__name__)
 SAMPLE_TEMPERATURE = 0.7  # for the extra samples of --samples k
-CODE_BUDGET_CHARS = 6000  # ~1700 tokens of student code, within SmolLM2's 4096 context
-# Room for one criterion's JSON in the worst case the schema allows (every
-# character of its capped strings a token of its own, plus the keys), so a
-# reply is never cut off mid-string. Typical replies use a third of it.
-CODE_TOKENS_PER_CRITERION = 30 + ISSUE_CHARS
-FEEDBACK_TOKENS_PER_CRITERION = 30 + 3 * FEEDBACK_CHARS
-RICH_EXTRA_TOKENS = 20 + QUOTE_CHARS + ISSUE_CHARS  # confidence, quote, suggestion
+REPAIR_GROWTH = 1.5  # a repair attempt's max_tokens, over the first attempt's
+LAYER_ROLES = {"L3": "code", "L4": "feedback"}
+# A model that only advises (the bundled tiny ones, ``can_judge = false``) reads at
+# most this much of the student's work per request, whatever its context allows:
+# its notes move nothing, and a deeper prompt slows every grade on a laptop.
+ADVISORY_STUDENT_TOKENS = 1800
+NOTED_CUTS = 5  # cuts named in the layer's note; the details list them all
 
 
-def _metrics_details(r: GenerationResult) -> dict[str, Any]:
-    m = r.metrics
+def _merged(metrics: list[RequestMetrics]) -> RequestMetrics:
+    """One layer's requests as one: token counts and busy seconds add up."""
+    if len(metrics) == 1:
+        return metrics[0]
+    first = metrics[0]
+    add = ("prompt_tokens", "cached_tokens", "prefill_tokens", "prefill_seconds",
+           "decode_tokens", "decode_evals", "decode_seconds", "queue_seconds",
+           "handoff_seconds", "kv_bytes", "total_seconds")
+    return dataclasses.replace(
+        first, **{k: sum(getattr(m, k) for m in metrics) for k in add},
+        ttft_seconds=min(m.ttft_seconds for m in metrics),
+        started_at=min(m.started_at for m in metrics),
+        finished_at=max(m.finished_at for m in metrics))
+
+
+def _metrics_details(m: RequestMetrics) -> dict[str, Any]:
     return {"started_at": m.started_at, "finished_at": m.finished_at,
             "prefill_tps": round(m.prefill_tps, 1), "decode_tps": round(m.decode_tps, 1),
             "route": m.route, "method": m.method, "prompt_tokens": m.prompt_tokens,
@@ -70,40 +77,34 @@ class LLMLayers:
 
     def __init__(self, client: DisaggregatedClient) -> None:
         self.client = client
+        self._counters: dict[str, TokenCounter] = {}
+        self._lock = threading.Lock()
 
-    def requests(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
-                 excluded: set[tuple[str, int]]) -> dict[str, tuple[GenerationRequest, Any]]:
-        rubric = ctx.assignment.rubric
-        code_crits = [c for c in rubric.criteria if c.kind == "code"]
-        written = [c for c in rubric.criteria if c.kind == "written"]
-        out: dict[str, tuple[GenerationRequest, Any]] = {}
-        part = student_code(ctx.match, excluded, CODE_BUDGET_CHARS)
-        if code_crits and part.cell_ids:  # no code of the student's own: nothing to judge
-            evidence = {c.id: "; ".join(ch.message for ch in l1.checks + l2.checks
-                                        if ch.criterion_id == c.id)[:80] for c in code_crits}
-            rich = self._can_judge("code")
-            prefix = shared_code_prefix(rubric, ctx.assignment.solution, code_crits, rich)
-            per_item = CODE_TOKENS_PER_CRITERION + (RICH_EXTRA_TOKENS if rich else 0)
-            req = GenerationRequest.chat(
-                "code", SYSTEM, code_request_text(prefix, part, evidence),
-                json_schema=code_schema(code_crits, part.cell_ids, rich),
-                max_tokens=per_item * len(code_crits) + 40, temperature=0.0)
-            out["L3"] = (req, part)
-        if written:
-            answers = {}
-            for c in written:
-                q = next((ch for ch in c.checks if ch.type == "answer"), None)
-                ans = find_answer(ctx.match, q.question, rubric.all_placeholders) if q else None
-                answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
-            if not any(a.strip() for a in answers.values()):
-                return out  # every question unanswered: nothing to judge
-            prefix = shared_feedback_prefix(rubric, written, _model_answers(ctx, written))
-            req = GenerationRequest.chat(
-                "feedback", SYSTEM, feedback_request_text(prefix, answers),
-                json_schema=feedback_schema(written),
-                max_tokens=FEEDBACK_TOKENS_PER_CRITERION * len(written) + 40,
-                temperature=0.0)
-            out["L4"] = (req, answers)
+    def counter(self, role: str) -> TokenCounter:
+        """How ``role``'s route counts tokens; built once (it may load the model)."""
+        with self._lock:
+            if role not in self._counters:
+                self._counters[role] = route_counter(self.client, role)
+            return self._counters[role]
+
+    def plan(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
+             excluded: set[tuple[str, int]]) -> dict[str, list[PlannedRequest] | Exception]:
+        """Each layer's fitted requests, or why they could not be built."""
+        out: dict[str, list[PlannedRequest] | Exception] = {}
+        for name, role in LAYER_ROLES.items():
+            try:
+                judge = self._can_judge(role)
+                cap = None if judge else ADVISORY_STUDENT_TOKENS
+                if name == "L3":
+                    plans = plan_code(ctx, l1, l2, excluded, self.counter(role), judge, cap)
+                else:
+                    plans = plan_feedback(ctx, excluded, self.counter(role), cap)
+            except Exception as exc:  # a crashed layer is a result, never an exception upstream
+                log.exception("building the %s prompt failed for %s", name, ctx.submission.name)
+                out[name] = exc
+                continue
+            if plans:
+                out[name] = plans
         return out
 
     def run(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
@@ -111,68 +112,83 @@ class LLMLayers:
             on_token: Callable[[str, str], None] | None = None) -> dict[str, LayerResult]:
         """``on_token(layer, piece)`` sees the greedy requests' text as it is decoded."""
         t0 = time.perf_counter()
-        try:
-            reqs = self.requests(ctx, l1, l2, excluded)
-        except Exception as exc:  # a crashed layer is a result, never an exception upstream
-            log.exception("building the LLM prompts failed for %s", ctx.submission.name)
-            return {name: LayerResult(name, error=f"{type(exc).__name__}: {exc}")
-                    for name in ("L3", "L4")}
-        names = list(reqs)
+        planned = self.plan(ctx, l1, l2, excluded)
+        out = {name: LayerResult(name, error=f"{type(p).__name__}: {p}")
+               for name, p in planned.items() if isinstance(p, Exception)}
+        plans = [p for ps in planned.values() if not isinstance(ps, Exception) for p in ps]
         k = max(1, ctx.options.llm_samples)
-        # The first request of each layer is greedy; with k > 1 samples, k - 1 more
+        # The first request of each plan is greedy; with k > 1 samples, k - 1 more
         # are drawn at a temperature, only to measure how stable the judgement is.
-        extra_reqs = [dataclasses.replace(reqs[n][0], temperature=SAMPLE_TEMPERATURE, seed=s)
-                      for n in names for s in range(1, k)]
-        def tokens(i: int, piece: str) -> None:
-            if on_token is not None and i < len(names):
-                on_token(names[i], piece)
+        extra = [dataclasses.replace(p.request, temperature=SAMPLE_TEMPERATURE, seed=s)
+                 for p in plans for s in range(1, k)]
 
-        results = self.client.generate_many([reqs[n][0] for n in names] + extra_reqs,
+        def tokens(i: int, piece: str) -> None:
+            if on_token is not None and i < len(plans):
+                on_token(plans[i].layer, piece)
+
+        results = self.client.generate_many([p.request for p in plans] + extra,
                                              tokens if on_token is not None else None,
-                                             return_exceptions=True)
+                                             return_exceptions=True) if plans else []
         wall = time.perf_counter() - t0
-        out: dict[str, LayerResult] = {}
-        for i, (name, res) in enumerate(zip(names, results, strict=False)):
-            req, extra = reqs[name]
-            out[name] = self._layer(name, req, res, extra, ctx)
-            samples = results[len(names) + i * (k - 1): len(names) + (i + 1) * (k - 1)]
-            if k > 1 and not out[name].error:
-                _spread(out[name], [s for s in samples if isinstance(s, GenerationResult)])
+        for name in dict.fromkeys(p.layer for p in plans):
+            mine = [(i, p) for i, p in enumerate(plans) if p.layer == name]
+            answers = [(p, results[i],
+                        [s for s in results[len(plans) + i * (k - 1):
+                                            len(plans) + (i + 1) * (k - 1)]
+                         if isinstance(s, GenerationResult)]) for i, p in mine]
+            out[name] = self._layer(name, answers, ctx, k)
         busy = sum(lr.details.get("total_s", 0.0) for lr in out.values())
         for lr in out.values():
             lr.details["parallel_wall_s"] = round(wall, 3)
             lr.details["parallel_efficiency"] = round(busy / wall, 3) if wall > 0 else 0.0
         return out
 
-    def _layer(self, name: str, req: GenerationRequest, res: GenerationResult | InferenceError,
-               extra: Any, ctx: SubmissionContext) -> LayerResult:
+    def _layer(self, name: str,
+               answers: list[tuple[PlannedRequest, GenerationResult | InferenceError,
+                                   list[GenerationResult]]],
+               ctx: SubmissionContext, k: int) -> LayerResult:
         lr = LayerResult(name)
-        if isinstance(res, OutputValidationError):
-            lr.details["first_attempt_error"] = str(res)
-            res = self._repair(req, res)
-        if isinstance(res, InferenceError):
-            lr.error = f"{type(res).__name__}: {res}"
-            metrics = getattr(res, "metrics", None)
-            if metrics is not None:
-                lr.details.update(started_at=metrics.started_at, finished_at=metrics.finished_at)
-            return lr
-        lr.details.update(_metrics_details(res))
-        lr.details["output"] = res.parsed
-        lr.details["advisory"] = not self._can_judge(req.role)
+        plans = [p for p, _, _ in answers]
+        cut = [c for p in plans for c in p.cut]
+        lr.details.update(cut=cut, requests=len(plans), prompt_budget={
+            "n_ctx": plans[0].n_ctx, "counted_tokens": [p.prompt_tokens for p in plans],
+            "max_tokens": [p.request.max_tokens for p in plans],
+            "tokenizer": "the route's own" if plans[0].exact else "estimated"})
+        shared = sorted({p.shared_cut for p in plans if p.shared_cut})
+        if shared:
+            lr.details["shared_cut"] = shared
+        if cut:
+            what = "student code" if name == "L3" else "answers"
+            more = f"; and {len(cut) - NOTED_CUTS} more (in the details)" \
+                if len(cut) > NOTED_CUTS else ""
+            lr.notes.append(f"{what} cut to fit the prompt: " + "; ".join(cut[:NOTED_CUTS])
+                            + more)
+        output: dict[str, Any] = {}
+        metrics, samples = [], []
+        for plan, res, extra in answers:
+            if isinstance(res, OutputValidationError):
+                lr.details.setdefault("first_attempt_error", str(res))
+                res = self._repair(plan, res)
+            if isinstance(res, InferenceError):
+                group = f" (criteria {', '.join(plan.criteria)})" if len(plans) > 1 else ""
+                lr.error = f"{type(res).__name__}{group}: {res}"
+                m = getattr(res, "metrics", None)
+                if m is not None:
+                    lr.details.update(started_at=m.started_at, finished_at=m.finished_at)
+                return lr
+            metrics.append(res.metrics)
+            output.update(res.parsed or {})
+            samples.append(extra)
+        lr.details.update(_metrics_details(_merged(metrics)))
+        lr.details["output"] = output
+        lr.details["advisory"] = not self._can_judge(LAYER_ROLES[name])
         if name == "L3":
-            lr.details["cut"] = extra.cut
-            allowed = set(extra.cell_ids)
-            dropped = 0
-            for item in (res.parsed or {}).values():
-                kept = [c for c in item.get("cells", []) if c in allowed]
-                dropped += len(item.get("cells", [])) - len(kept)
-                item["cells"] = kept
-                if item.get("quote") and not _quoted(item["quote"], kept, ctx):
-                    item["quote"] = ""  # a quote that is not in the cited cells is no evidence
-                    dropped += 1
-            lr.details["dropped_claims"] = dropped
-            if extra.cut:
-                lr.notes.append("student code cut to fit the prompt: " + "; ".join(extra.cut))
+            allowed = {c for p in plans for c in p.cell_ids}
+            lr.details["dropped_claims"] = _drop_claims(output, allowed, ctx)
+        if k > 1:
+            drawn = [{key: v for extra in samples if s < len(extra)
+                      for key, v in (extra[s].parsed or {}).items()} for s in range(k - 1)]
+            _spread(lr, [d for d in drawn if d])
         return lr
 
     def _can_judge(self, role: str) -> bool:
@@ -181,17 +197,34 @@ class LLMLayers:
         except InferenceError:
             return False
 
-    def _repair(self, req: GenerationRequest,
+    def _repair(self, plan: PlannedRequest,
                 err: OutputValidationError) -> GenerationResult | InferenceError:
         """One repair attempt: the same request with room to finish the JSON."""
-        log.info("role %s: output failed its schema (%s); one repair attempt", req.role, err)
-        retry = GenerationRequest(role=req.role, messages=req.messages,
-                                  max_tokens=int((req.max_tokens or 256) * 1.5),
+        req = plan.request
+        first = req.max_tokens or 256
+        room = max(first, min(int(first * REPAIR_GROWTH), plan.room_for_reply))
+        log.info("role %s: output failed its schema (%s); one repair attempt with %d tokens",
+                 req.role, err, room)
+        retry = GenerationRequest(role=req.role, messages=req.messages, max_tokens=room,
                                   temperature=0.0, seed=req.seed + 1, json_schema=req.json_schema)
         try:
             return self.client.generate(retry)
         except InferenceError as exc:
             return exc
+
+
+def _drop_claims(output: dict[str, Any], allowed: set[str], ctx: SubmissionContext) -> int:
+    """Cells the model cites that were not shown to it as the student's, and quotes
+    that are not in the cells cited, are dropped; how many."""
+    dropped = 0
+    for item in output.values():
+        kept = [c for c in item.get("cells", []) if c in allowed]
+        dropped += len(item.get("cells", [])) - len(kept)
+        item["cells"] = kept
+        if item.get("quote") and not _quoted(item["quote"], kept, ctx):
+            item["quote"] = ""  # a quote that is not in the cited cells is no evidence
+            dropped += 1
+    return dropped
 
 
 def _quoted(quote: str, cells: list[str], ctx: SubmissionContext) -> bool:
@@ -204,9 +237,9 @@ def _quoted(quote: str, cells: list[str], ctx: SubmissionContext) -> bool:
     return False
 
 
-def _spread(lr: LayerResult, samples: list[GenerationResult]) -> None:
+def _spread(lr: LayerResult, samples: list[dict[str, Any]]) -> None:
     """Per criterion: how much the sampled judgements agree with each other."""
-    outputs = [lr.details.get("output") or {}] + [s.parsed or {} for s in samples]
+    outputs = [lr.details.get("output") or {}, *samples]
     spread: dict[str, float] = {}
     for cid in outputs[0]:
         items = [o[cid] for o in outputs if isinstance(o.get(cid), dict)]
@@ -218,33 +251,3 @@ def _spread(lr: LayerResult, samples: list[GenerationResult]) -> None:
             spread[cid] = round(max(scores) - min(scores), 3)
     lr.details["samples"] = len(outputs)
     lr.details["spread"] = spread
-
-
-def _model_answers(ctx: SubmissionContext, written: list) -> dict[str, str]:
-    """The solution's answer to each written question, found once per assignment."""
-    actx = ctx.assignment
-    with actx.lock:
-        cached = actx.cache.get("model_answers")
-        if cached is None:
-            rubric = actx.rubric
-            match = match_template(actx.template, actx.solution, rubric.all_placeholders)
-            cached = {}
-            for c in written:
-                q = next((ch for ch in c.checks if ch.type == "answer"), None)
-                if q is not None:
-                    cached[c.id] = find_answer(match, q.question, rubric.all_placeholders).text
-            actx.cache["model_answers"] = cached
-    return cached
-
-
-def _without(text: str, ctx: SubmissionContext, excluded: set[tuple[str, int]],
-             ans: Any) -> str:
-    """An answer's text without lines the injection detector flagged."""
-    if not excluded or ans is None:
-        return text
-    flagged = set()
-    for cid, line in excluded:
-        cell = ctx.submission.cell(cid)
-        if cell is not None and 0 < line <= len(cell.source.splitlines()):
-            flagged.add(cell.source.splitlines()[line - 1].strip())
-    return "\n".join(line for line in text.splitlines() if line.strip() not in flagged)

@@ -107,6 +107,7 @@ class OutputLayer(Layer):
                     ctx.raw, a.language, a.data_files(), a.rubric.output_variables(), limits
                 )
                 result.notes.extend(run.notes)
+                ctx.execution = run  # its outputs are scanned for injections too
                 if run.error:
                     reason = f"the notebook could not be executed: {run.error}"
         if reason:
