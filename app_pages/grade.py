@@ -1,4 +1,9 @@
-"""Grade: pick or create an assignment, upload notebooks or a ZIP, grade live, see results."""
+"""Grade: pick or create an assignment, upload notebooks or a ZIP, grade live, see results.
+
+The assignment chosen survives visits to other pages (``grade_assignment_kept``);
+the Grade button is disabled while a job runs, and starting the same work twice
+gives the running job (grader.jobs), so two quick clicks grade once.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,14 @@ from app_pages.shared import (
     get_store,
     get_warmup,
     get_workspace,
+    kept_selectbox,
     sidebar,
 )
 from grader.errors import GraderError, RubricError
 from grader.jobs import GradeJob, interrupted_batches, start_grading, start_resuming
 from grader.layers.base import GradeOptions
 from grader.report_views import offline_markdown, problem_lines, result_rows
+from grader.review import one_grade_per_student
 from grader.workspace import Upload
 
 sidebar()
@@ -74,11 +81,9 @@ if not usable:
     st.info("No assignment yet: create one above.")
     st.stop()
 names = [e.name for e in usable]
-if st.session_state.get("grade_assignment") not in names:
-    st.session_state["grade_assignment"] = names[0]
 labels = {e.name: f"{e.title} ({e.name}, {e.language}{', example' if e.bundled else ''})"
           for e in usable}
-name = st.selectbox("Assignment", names, format_func=labels.__getitem__, key="grade_assignment")
+name = kept_selectbox("Assignment", names, "grade_assignment", format_func=labels.__getitem__)
 try:
     assignment = workspace.load(name)
 except GraderError as exc:
@@ -105,29 +110,38 @@ if use_llm and not get_warmup().done:
                "their models.")
 
 options = GradeOptions(execute=execute, use_llm=use_llm)
+job: GradeJob | None = st.session_state.get("grade_job")
+busy = job is not None and not job.finished
 for b in interrupted_batches(workspace, name):
     left, right = st.columns([5, 1], vertical_alignment="center")
     left.warning(f"A batch started {time.strftime('%Y-%m-%d %H:%M', time.localtime(b.created_at))}"
                  f" stopped with {b.pending} of {b.total} notebooks left (the app was stopped "
-                 f"while grading); {b.done} were graded and saved.")
-    if right.button("Resume", key=f"grade_resume_{b.id}"):
-        st.session_state["grade_job"] = start_resuming(
-            workspace, b.id, options, get_client() if use_llm else None, int(workers))
-        st.rerun()
+                 f"while grading, or grading failed); {b.done} were graded and saved.")
+    if right.button("Resume", key=f"grade_resume_{b.id}", disabled=busy):
+        try:
+            st.session_state["grade_job"] = start_resuming(
+                workspace, b.id, options, get_client() if use_llm else None, int(workers))
+        except GraderError as exc:
+            st.error(f"Cannot resume that batch: {exc}")
+        else:
+            st.rerun()
 
-if st.button("Grade", type="primary", key="grade_run"):
+if st.button("Grade", type="primary", key="grade_run", disabled=busy,
+             help="Grading: wait for this batch to end." if busy else None):
     uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
     if not uploads:
         st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
-    else:
+    else:  # the same uploads while they are graded: the running job, not a second batch
         st.session_state["grade_job"] = start_grading(
             workspace, name, uploads, options, get_client() if use_llm else None, int(workers),
             regrade)
+        st.rerun()  # draw the page again with the button disabled while the job runs
 
 # -- live progress -------------------------------------------------------------------
-job: GradeJob | None = st.session_state.get("grade_job")
-if job is not None and not job.finished:
-    follow_job(job, anonymous())
+if job is not None:
+    follow_job(job, anonymous())  # live while it runs; its final board once it ended
+    if busy:
+        st.rerun()  # it ended: draw the page again, with the Grade button enabled
 
 # -- results -------------------------------------------------------------------------
 if job is not None and job.finished:
@@ -140,15 +154,27 @@ if job is not None and job.finished:
         st.error(offline_markdown(line))
     graded = result.stored(store, hidden)
     if graded or result.problems:
-        st.subheader(f"Results: {job.assignment}")
+        st.subheader(f"Results: {result.title or job.assignment} ({job.assignment})")
+        if job.assignment != name:
+            st.info(f"These are the results of the last batch, graded for {job.assignment}. "
+                    f"The assignment chosen above is {name}: pressing Grade grades for it.")
         if result.reused:
             st.caption(f"{result.reused} already graded with this rubric: the stored grades "
                        "are shown (tick 'Regrade' to grade them again).")
         st.dataframe(result_rows(graded, result.problems, hidden), hide_index=True,
                      width="stretch")
+    shown = dict(graded)
+    for gid, why in result.unlike:
+        r = shown[gid]
+        score = "" if r.score is None else \
+            f" Its score, {r.score:g} / {r.max_score:g}, likely means nothing."
+        st.warning(offline_markdown(f"**{r.display_name or r.file}** ({r.file}): {why}.{score} "
+                                    "Check that the assignment chosen was the right one."))
     if graded:
         reports = [r for _, r in graded]
-        download_buttons(reports, assignment.title, job.assignment, "grade_dl")
+        one_each = one_grade_per_student(store, [gid for gid, _ in graded])
+        download_buttons([shown[gid] for gid in one_each], result.title or job.assignment,
+                         job.assignment, "grade_dl")
         who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
         pick = st.selectbox("Details of", list(who), key="grade_detail")
         report_detail(reports[who[pick]], "grade_detail_view")

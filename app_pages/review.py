@@ -1,25 +1,42 @@
-"""Review: stored grades with filters, the notebook beside its grade, overrides, regrades."""
+"""Review: stored grades with filters, the notebook beside its grade, overrides, regrades.
+
+By default the grades in force are shown (each student's newest grade under the rubric
+in force); a filter shows all versions or an older one. Downloads hold one grade per
+student, under one rubric version; students without a grade under the rubric in force
+are named, with a button to grade them under it.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app_pages.components import download_buttons, follow_job, report_detail
-from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
+from app_pages.shared import (
+    anonymous,
+    get_client,
+    get_store,
+    get_workspace,
+    kept_selectbox,
+    sidebar,
+)
 from grader.errors import GraderError
 from grader.jobs import GradeJob, start_regrading
 from grader.layers.base import GradeOptions
 from grader.report_views import diff_rows, offline_markdown, problem_lines
 from grader.review import (
     REVIEW_CHOICES,
+    Listing,
     ReviewFilter,
     audit_rows,
-    find_grades,
     grade_rows,
+    not_carried_lines,
     regrade,
+    regrade_not_carried,
     regrade_rows,
     submission_cells,
 )
+
+IN_FORCE, ALL_VERSIONS = "in force", "all versions"
 
 sidebar()
 workspace, store = get_workspace(), get_store()
@@ -33,10 +50,28 @@ if not graded:
     st.stop()
 names = [e.name for e in graded]
 titles = {e.name: e.title for e in graded}
-name = st.selectbox("Assignment", names, format_func=lambda n: f"{titles[n]} ({n})",
-                    key="review_assignment")
+name = kept_selectbox("Assignment", names, "review_assignment",
+                      format_func=lambda n: f"{titles[n]} ({n})")
+assignment = workspace.load(name)
 aid = workspace.assignment_id(name)
-everything = store.list_grades(aid, anonymous=hidden)
+version_now = assignment.rubric.version
+listing = Listing.read(store, aid, anonymous=hidden)
+everything = listing.shown
+current = listing.in_force(version_now)
+job: GradeJob | None = st.session_state.get("review_job")
+busy = job is not None and not job.finished
+
+
+def _regrade(ids: list[int], with_models: bool) -> None:
+    try:
+        st.session_state["review_job"] = start_regrading(
+            workspace, ids, GradeOptions(use_llm=with_models),
+            get_client() if with_models else None)
+    except GraderError as exc:
+        st.error(f"Cannot regrade: {exc}")
+    else:
+        st.rerun()
+
 
 # -- filters -------------------------------------------------------------------------
 top = max((g.max_score for g in everything), default=0.0) or 1.0
@@ -45,33 +80,54 @@ low, high = f1.slider("Score", 0.0, float(top), (0.0, float(top)), key="review_s
 review = f2.selectbox("Review", REVIEW_CHOICES, key="review_needs")
 codes = sorted({c for g in everything for c in g.flags})
 flags = f3.multiselect("Flags (any of)", codes, key="review_flags")
-versions = sorted({g.rubric_version for g in everything})
-version = f4.selectbox("Rubric version", ["all", *versions], key="review_version")
-rows = find_grades(store, aid, ReviewFilter(
+older = sorted({g.rubric_version for g in everything} - {version_now})
+view = f4.selectbox("Grades", [IN_FORCE, ALL_VERSIONS, *older], key="review_version",
+                    format_func=lambda v: {IN_FORCE: f"in force (rubric {version_now})",
+                                           ALL_VERSIONS: "all rubric versions"}.get(
+                                               v, f"rubric {v} only"),
+                    help="In force: each student's newest grade under the rubric in force. "
+                         "Older grades stay in the store: pick all versions, or one.")
+rows = listing.find(ReviewFilter(
     None if low <= 0 else low, None if high >= top else high, review, tuple(flags),
-    None if version == "all" else version), anonymous=hidden)
-st.caption(f"{len(rows)} of {len(everything)} grades")
+    None if view == ALL_VERSIONS else version_now if view == IN_FORCE else view,
+    in_force=view == IN_FORCE))
+st.caption(f"{len(rows)} of {len(everything)} grades"
+           + (" (the grades in force)" if view == IN_FORCE else ""))
 st.dataframe(grade_rows(rows), hide_index=True, width="stretch")
-if not rows:
-    st.stop()
-ids = [g.id for g in rows]
-download_buttons(lambda: [store.get_report(i, hidden) for i in ids], titles[name], name,
-                 "review_dl")
 
-in_force = workspace.load(name).rubric.version
-with st.expander(f"Regrade the {len(rows)} grades shown with the rubric in force "
-                 f"({in_force})"):
-    st.caption("From the stored notebooks. The earlier grades stay in the store (filter by "
-               "rubric version); overrides stay with the grade they were made on.")
-    all_llm = st.checkbox("With the models (L3, L4)", False, key="review_all_llm")
-    if st.button("Regrade all shown", key="review_regrade_all"):
-        try:
-            st.session_state["review_job"] = start_regrading(
-                workspace, [g.id for g in rows], GradeOptions(use_llm=all_llm),
-                get_client() if all_llm else None)
-        except GraderError as exc:
-            st.error(f"Cannot regrade: {exc}")
-job: GradeJob | None = st.session_state.get("review_job")
+if current.missing:
+    st.warning(offline_markdown(
+        f"{len(current.missing)} student(s) have no grade under the rubric in force "
+        f"({version_now}) yet, so no grade in force and no row in the downloads: "
+        + "; ".join(f"{g.display_name or g.student_id or g.file} (newest grade: rubric "
+                    f"{g.rubric_version}, {'-' if g.score is None else f'{g.score:g}'} / "
+                    f"{g.max_score:g})" for g in current.missing)))
+    if st.button(f"Grade them under the rubric in force ({len(current.missing)})",
+                 key="review_regrade_missing", disabled=busy):
+        _regrade([g.id for g in current.missing], False)
+
+export_version = version_now if view in (IN_FORCE, ALL_VERSIONS) else view
+ids = listing.export_ids(rows, export_version)
+if ids:
+    st.caption(f"Downloads: one grade per student, {len(ids)} student(s): each one's newest "
+               f"grade under rubric {export_version}"
+               + (" (the grades in force)." if export_version == version_now else "."))
+    download_buttons(lambda: [store.get_report(i, hidden) for i in ids], titles[name], name,
+                     "review_dl")
+elif rows:
+    st.caption(f"No grade under rubric {export_version} among those shown: nothing to "
+               "download.")
+
+if rows:
+    with st.expander(f"Regrade the {len(rows)} grades shown with the rubric in force "
+                     f"({version_now})"):
+        st.caption("From the stored notebooks. The earlier grades stay in the store (see all "
+                   "rubric versions); each override is carried over to the new grade when its "
+                   "criterion is still in the rubric (capped at its points), and named when "
+                   "it cannot be.")
+        all_llm = st.checkbox("With the models (L3, L4)", False, key="review_all_llm")
+        if st.button("Regrade all shown", key="review_regrade_all", disabled=busy):
+            _regrade([g.id for g in rows], all_llm)
 if job is not None and job.assignment == name:
     if not job.finished:
         follow_job(job, hidden)
@@ -80,15 +136,19 @@ if job is not None and job.assignment == name:
         st.error(f"The regrade stopped: {job.result.error}. Grades finished before are saved.")
     for line in problem_lines(job.result.problems, hidden):
         st.error(offline_markdown(line))
+    for line in regrade_not_carried(store, job.result, hidden):
+        st.warning(offline_markdown(line))
     st.caption(f"Last regrade ({job.result.seconds:.0f} s): score before and after")
     st.dataframe(regrade_rows(store, job.result, hidden), hide_index=True, width="stretch")
+if not rows:
+    st.stop()
 
 # -- one grade -----------------------------------------------------------------------
 labels = {g.id: f"{g.display_name or g.file} ({g.file}): {g.score if g.score is not None else '-'}"
           f" / {g.max_score:g}" for g in rows}
 gid = st.selectbox("Grade", list(labels), format_func=labels.__getitem__, key="review_grade")
 report = store.get_report(gid, hidden)
-language = workspace.load(name).language
+language = assignment.language
 left, right = st.columns([1, 1])
 with left:
     st.subheader("Notebook")
@@ -150,5 +210,9 @@ with right:
     last = st.session_state.get("review_diff")
     if last is not None and last[0] == gid:
         done = last[1]
-        st.caption(f"Regraded as grade {done.grade_id}: what changed")
+        st.caption(f"Regraded as grade {done.grade_id}: what changed"
+                   + (f" ({len(done.carry.carried)} override(s) carried over from grade "
+                      f"{done.carry.source_grade})" if done.carry.carried else ""))
+        for line in not_carried_lines(done.carry):
+            st.warning(offline_markdown(line))
         st.dataframe(diff_rows(done.before, done.after), hide_index=True, width="stretch")

@@ -2,6 +2,10 @@
 version; import the old system's rubric files. (Session keys: ``rubrics_*``.)
 
 The tables and their validation are grader.rubric_edit's, the preview grader.rescore's.
+Every widget of the editor is keyed by its draft (``draft_key``: the assignment and a
+draft number): a browser keeps a widget's value for as long as its key lives, so
+shared keys would carry one assignment's title and placeholders into another's
+draft, and saving would rename its rubric.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared import anonymous, get_store, get_workspace, sidebar
+from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
 from grader.rescore import changes, preview_rescore, preview_rows
 from grader.rubric import KINDS, Rubric
@@ -29,9 +33,6 @@ sidebar()
 workspace = get_workspace()
 st.title("Rubrics")
 
-# Widgets whose state belongs to one draft: a new draft starts them afresh.
-DRAFT_KEYS = ("rubrics_criteria", "rubrics_checks", "rubrics_title", "rubrics_placeholders",
-              "rubrics_keep_total", "rubrics_note")
 CHECK_TYPES = [t for types in KINDS.values() for t in types]
 CRITERIA_CONFIG = {
     "order": st.column_config.NumberColumn(
@@ -64,11 +65,18 @@ CHECKS_CONFIG = {
 
 
 def new_draft(name: str, rubric: Rubric, source: str, dropped: tuple[str, ...] = ()) -> dict:
-    for key in DRAFT_KEYS:
-        st.session_state.pop(key, None)
-    draft = {"assignment": name, "rubric": rubric, "source": source, "dropped": dropped}
+    """A draft to edit; its widgets get keys of their own, so they start afresh."""
+    made = st.session_state.get("rubrics_drafts_made", 0) + 1
+    st.session_state["rubrics_drafts_made"] = made
+    draft = {"assignment": name, "rubric": rubric, "source": source, "dropped": dropped,
+             "key": f"{name}-{made}"}
     st.session_state["rubrics_draft"] = draft
     return draft
+
+
+def draft_key(draft: dict, field: str) -> str:
+    """The key of one of a draft's widgets ("title", "criteria", ...)."""
+    return f"rubrics_{field}_{draft['key']}"
 
 
 def show_problems(problems: list[EditProblem]) -> None:
@@ -85,10 +93,8 @@ usable = {e.name: e for e in entries if not e.problem}
 if not usable:
     st.info("No assignment with a usable rubric yet: create one on the Grade page.")
     st.stop()
-if st.session_state.get("rubrics_assignment") not in usable:
-    st.session_state["rubrics_assignment"] = next(iter(usable))
-name = st.selectbox("Assignment", list(usable), key="rubrics_assignment",
-                    format_func=lambda n: f"{usable[n].title} ({n}, {usable[n].language})")
+name = kept_selectbox("Assignment", list(usable), "rubrics_assignment",
+                      format_func=lambda n: f"{usable[n].title} ({n}, {usable[n].language})")
 try:
     assignment = workspace.load(name)
     history = workspace.rubric_history(name)
@@ -113,10 +119,10 @@ with st.expander(f"Version history ({len(history)})"):
 with st.expander("Import a rubric file", expanded=bool(draft["dropped"])):
     up = st.file_uploader("A rubric JSON (docs/rubric-format.md) or an old-system rubric "
                           "file: it is loaded below for review; nothing is saved yet.",
-                          type=["json"], key="rubrics_upload")
+                          type=["json"], key=f"rubrics_upload_{name}")
     if up is not None:
         data = up.getvalue()
-        token = (up.name, hashlib.sha256(data).hexdigest())
+        token = (name, up.name, hashlib.sha256(data).hexdigest())
         seen = st.session_state.get("rubrics_import")
         if seen is None or seen["token"] != token:  # a new file: read it once
             got = None
@@ -147,23 +153,24 @@ criteria_rows, check_rows = rows_from_rubric(base)
 st.subheader("Criteria")
 st.caption(f"Editing {draft['source']}. Add rows at the bottom, delete with the row "
            "checkbox, reorder with the order column.")
-title = st.text_input("Title", value=base.title, key="rubrics_title")
+title = st.text_input("Title", value=base.title, key=draft_key(draft, "title"))
 criteria = st.data_editor(pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS),
-                          key="rubrics_criteria", num_rows="dynamic", hide_index=True,
+                          key=draft_key(draft, "criteria"), num_rows="dynamic", hide_index=True,
                           column_config=CRITERIA_CONFIG, width="stretch")
 criteria_box = st.container()
 st.subheader("Checks")
 st.caption("One row per check. target and options are explained in each column's help and "
            "in docs/rubric-format.md (Editing in the app).")
-checks = st.data_editor(pd.DataFrame(check_rows, columns=CHECK_COLUMNS), key="rubrics_checks",
-                        num_rows="dynamic", hide_index=True, column_config=CHECKS_CONFIG,
-                        width="stretch")
+checks = st.data_editor(pd.DataFrame(check_rows, columns=CHECK_COLUMNS),
+                        key=draft_key(draft, "checks"), num_rows="dynamic", hide_index=True,
+                        column_config=CHECKS_CONFIG, width="stretch")
 checks_box = st.container()
 c1, c2 = st.columns(2)
 placeholders = c1.text_area("Placeholders (one a line): template texts that are not answers",
-                            value="\n".join(base.placeholders), key="rubrics_placeholders")
+                            value="\n".join(base.placeholders),
+                            key=draft_key(draft, "placeholders"))
 keep_total = c2.toggle(f"Keep the total at {base.total_points:g} points",
-                       key="rubrics_keep_total",
+                       key=draft_key(draft, "keep_total"),
                        help="Off: the total follows the criteria's points.")
 result = rubric_from_rows(
     criteria.to_dict("records"), checks.to_dict("records"), base, title=title,
@@ -211,15 +218,19 @@ if shown is not None and edited is not None and shown[0] == anonymous() \
                     f"{'; '.join(preview.recomputed) or 'none (rebuilt from stored results)'}.")
         st.dataframe(preview_rows(preview), hide_index=True, width="stretch")
         if any(r.overrides for r in preview.rows):
-            st.caption("Overrides stay with the grade they were made on: the new scores do "
-                       "not include them.")
+            st.caption("A regrade carries each override over to the new grade when its "
+                       "criterion stays (capped at its new points): see the new score with "
+                       "overrides. Overrides of a removed criterion are lost; they are named.")
         for r in preview.rows:
             if r.problem:
                 st.warning(f"{r.name}: {r.problem}")
+            if r.lost:
+                st.warning(f"{r.name}: a regrade could not carry these overrides over (their "
+                           f"criterion is removed): {'; '.join(r.lost)}")
 
 # -- save -------------------------------------------------------------------------------
 st.subheader("Save")
-note = st.text_input("Note for this version", key="rubrics_note",
+note = st.text_input("Note for this version", key=draft_key(draft, "note"),
                      placeholder="what changed and why (default: the list of changes)")
 if st.button("Save as new version", key="rubrics_save", type="primary", disabled=not changed):
     if edited is None or not changed:

@@ -2,7 +2,10 @@
 sidebar every page shows (model warm-up status, the anonymisation switch).
 
 Session-state keys: each page prefixes its own with its name (``grade_``,
-``dash_``, ``rubrics_``, ``review_``); the shared one is ``anonymise``.
+``dash_``, ``rubrics_``, ``review_``); the shared one is ``anonymise``. Streamlit
+drops a widget's state when its page is not drawn (st.navigation), so a choice that
+must survive a visit to another page is also kept under a key that is no widget's
+(``kept_selectbox``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import faulthandler
 import logging
 import signal
+from typing import Any
 
 import streamlit as st
 
@@ -34,8 +38,11 @@ def get_client() -> DisaggregatedClient:
 
 @st.cache_resource(show_spinner=False, on_release=Store.close)
 def get_store() -> Store:
-    """The grade store: the same SQLite file that holds the request history."""
-    return Store(get_client().config.history_db or data_dir() / "grader.db")
+    """The grade store: the same SQLite file that holds the request history. Batches
+    whose grader is gone (the app was killed while grading) are marked interrupted."""
+    store = Store(get_client().config.history_db or data_dir() / "grader.db")
+    store.reap_batches()
+    return store
 
 
 @st.cache_resource(show_spinner=False)
@@ -52,6 +59,19 @@ def anonymous() -> bool:
     """Whether names are hidden (the sidebar switch): pages pass it to every listing,
     report and export."""
     return bool(st.session_state.get("anonymise", False))
+
+
+def kept_selectbox(label: str, options: list[str], key: str, **kwargs: Any) -> str:
+    """A selectbox whose choice survives visits to other pages: kept under
+    ``{key}_kept`` and given back to the widget when Streamlit has dropped its state.
+    A value put under ``key`` before the call (a page choosing for the user) wins."""
+    kept = f"{key}_kept"
+    if st.session_state.get(key) not in options:
+        before = st.session_state.get(kept)
+        st.session_state[key] = before if before in options else options[0]
+    value = st.selectbox(label, options, key=key, **kwargs)
+    st.session_state[kept] = value
+    return value
 
 
 def _keep_anonymise() -> None:

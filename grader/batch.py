@@ -4,15 +4,22 @@ With a store, each item of a batch is recorded as pending before any grading
 starts; each report is saved in the same transaction that marks its item done.
 A batch killed half-way (even with kill -9) resumes with ``resume_batch``;
 content already graded with the same rubric version is reused, not regraded.
+While a batch is graded its owner (this process) beats a heartbeat in the store;
+if grading raises, the batch is marked interrupted at once, so that it is offered
+for resuming (grader/batch_owner.py says how a batch killed outright is found).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .batch_owner import HEARTBEAT_S
+from .errors import StoreError
 from .pipeline import GradeInput, Grader, Progress
 from .rubric import dumps
 from .store import Store
@@ -62,7 +69,7 @@ def grade_batch(
             sub_id = store.add_submission(aid, item.sha256, item.name, item.student_id,
                                           item.display_name)
             store.save_file(item.sha256, item.data)
-            store.save_grade(sub_id, rv, report)
+            store.carry_overrides(store.save_grade(sub_id, rv, report))  # no batch item
             reports[i] = report
     reused = len(items) - len(todo)
     if reused:
@@ -80,12 +87,44 @@ def grade_batch(
         if progress is not None:
             progress(done, len(items), report)
 
-    fresh = grader.grade_many(
-        [items[i] for i in todo], workers, _saving(store, aid, rv, items, todo, pending, saved)
-    )
+    with _owned(store, batch_id, bool(todo)):
+        fresh = grader.grade_many(
+            [items[i] for i in todo], workers, _saving(store, aid, rv, items, todo, pending, saved)
+        )
     for i, report in zip(todo, fresh, strict=True):
         reports[i] = report
     return BatchResult([r for r in reports if r is not None], batch_id, reused)
+
+
+@contextmanager
+def _owned(store: Store, batch_id: int, active: bool = True) -> Iterator[None]:
+    """While the body grades the batch: a heartbeat in the store every ``HEARTBEAT_S``, and
+    the batch marked interrupted if the body raises (the grades saved stay saved)."""
+    if not active:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                store.beat(batch_id)
+            except StoreError as exc:  # the next beat tries again; grading goes on
+                log.warning("batch %d: heartbeat not recorded: %s", batch_id, exc)
+
+    thread = threading.Thread(target=beat, name=f"batch-{batch_id}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            store.interrupt_batch(batch_id, f"{type(exc).__name__}: {exc}")
+        except StoreError:  # the error that stopped grading is the one to report
+            log.exception("batch %d could not be marked interrupted", batch_id)
+        raise
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _saving(
@@ -117,18 +156,26 @@ def resume_batch(
     inputs: Sequence[GradeInput],
     workers: int = 1,
     progress: Progress | None = None,
+    claim: bool = True,
 ) -> BatchResult:
-    """Grade what a batch left pending; ``inputs`` must hold those files' contents."""
+    """Grade what a batch left pending; ``inputs`` must hold those files' contents. The
+    batch is taken over first (``Store.claim_batch``; ``claim=False`` when the caller
+    did): a batch that is not interrupted (another grader runs it, or it is done)
+    raises StoreError."""
     aid, rv = _ids(store, grader)
     pending = store.pending_items(batch_id)
     by_key = {(i.name, i.sha256): i for i in inputs}
     missing = [p.file for p in pending if (p.file, p.sha256) not in by_key]
     if missing:
         raise FileNotFoundError(f"batch {batch_id}: cannot resume without {', '.join(missing)}")
+    if claim:
+        store.claim_batch(batch_id)
     items = [by_key[(p.file, p.sha256)] for p in pending]
     ids = {(p.file, p.sha256): p.id for p in pending}
     todo = list(range(len(items)))
-    reports = grader.grade_many(
-        items, workers, _saving(store, aid, rv, items, todo, ids, progress or (lambda *_: None))
-    )
+    with _owned(store, batch_id):
+        reports = grader.grade_many(
+            items, workers, _saving(store, aid, rv, items, todo, ids,
+                                    progress or (lambda *_: None))
+        )
     return BatchResult(reports, batch_id, 0)

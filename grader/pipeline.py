@@ -43,6 +43,7 @@ from .notebook import load_checked, load_notebook, load_notebook_node
 from .safe_text import shown_name
 from .scoring import build_report, error_report
 from .template import match_template
+from .template_fit import template_fit, unlike_template_flag
 from .types import Flag, GradeReport, LayerResult
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,9 @@ class Grader:
         match = match_template(
             self.context.template, nb, self.placeholders, self.context.solution
         )
+        fit = template_fit(self.context.template, nb, match)
+        if (unlike := unlike_template_flag(fit, self.assignment.name)) is not None:
+            flags.append(unlike)  # likely another assignment's notebook: its score means little
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
         layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
         # Every place a model or an instructor reads: cells (template cells by what the

@@ -14,9 +14,10 @@ scores them again under the edited one, without storing anything:
   them, run as the original was (executed again only if it was executed then).
   Other placeholders change what counts as the student's text, so they re-run both.
   The model layers (L3/L4) never run: their stored notes are kept.
-- Overrides are not applied to the new scores: an override belongs to the grade of
-  the rubric version it was made on. They are listed per submission instead, with
-  the score the student has now (``current_score``).
+- The new score is the rubric's own (``new_score``) and, beside it, the score with the
+  instructor's overrides carried over as a regrade carries them (grader/store_carry.py:
+  same criterion id, capped at its new points): ``carried_score``. Overrides whose
+  criterion the edit removes cannot be carried: they are named (``lost``).
 
 Each row says which layers were re-run for it, and what could not be re-scored
 (the notebook's bytes are not stored, the submission could not be graded at all).
@@ -39,7 +40,7 @@ from .pipeline import GradeInput, Grader
 from .rubric import Check, Rubric, check_to_dict
 from .scoring import CHECK_LAYER, build_report
 from .store import Store
-from .store_schema import GradeRow
+from .store_schema import GradeRow, OverrideRow
 from .types import GradeReport, LayerResult
 
 __all__ = ["RescorePreview", "RescoreRow", "changed_checks", "changes", "preview_rescore",
@@ -66,6 +67,8 @@ class RescoreRow:
     overrides: tuple[str, ...] = ()  # the instructor's overrides of the old grade
     current_score: float | None = None  # the old grade with its overrides
     problem: str = ""  # why it could not be re-scored, or what failed on re-running
+    carried_score: float | None = None  # new_score with the overrides carried over
+    lost: tuple[str, ...] = ()  # overrides a regrade could not carry (criterion removed)
 
     @property
     def delta(self) -> float | None:
@@ -261,8 +264,26 @@ def _one(store: Store, grade: GradeRow, new_rubric: Rubric, changed: set[CheckKe
         layers = _merge(layers, fresh, changed)
     new = build_report(new_rubric, report.file, report.sha256, report.assignment, layers,
                        report.student_id, report.display_name)
+    carried, lost = _carried(new, latest)
     return dataclasses.replace(base, new_score=new.score, moved=_moved(report, new),
-                               rerun=rerun, problem=problem)
+                               rerun=rerun, problem=problem, carried_score=carried,
+                               lost=lost)
+
+
+def _carried(new: GradeReport, latest: dict[str, OverrideRow]
+             ) -> tuple[float | None, tuple[str, ...]]:
+    """The new score with the overrides carried over as a regrade would carry them, and
+    the overrides it could not carry."""
+    if new.score is None or new.status != "graded":
+        return None, ()
+    points = {c.id: c.points for c in new.criteria}
+    for c in new.criteria:
+        o = latest.get(c.id)
+        if o is not None:
+            points[c.id] = min(o.new_points, c.max_points)
+    lost = tuple(f"{o.criterion_id}: {o.old_points:g} -> {o.new_points:g} ({o.reason}; "
+                 f"{o.who})" for cid, o in latest.items() if cid not in points)
+    return math.fsum(points.values()), lost
 
 
 def preview_rows(preview: RescorePreview) -> list[dict[str, object]]:
@@ -270,5 +291,7 @@ def preview_rows(preview: RescorePreview) -> list[dict[str, object]]:
     return [{"student": r.name, "old score": r.old_score, "new score": r.new_score,
              "change": r.delta, "criteria that move": "; ".join(r.moved),
              "re-ran": ", ".join(r.rerun), "overrides of the old grade": "; ".join(r.overrides),
-             "score now (with overrides)": r.current_score, "problem": r.problem}
+             "score now (with overrides)": r.current_score,
+             "new score (with overrides)": r.carried_score,
+             "overrides lost (criterion removed)": "; ".join(r.lost), "problem": r.problem}
             for r in preview.rows]

@@ -22,6 +22,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "BatchItemRow",
     "BatchRow",
+    "BatchStatus",
     "GradeRow",
     "ItemStatus",
     "OverrideRow",
@@ -117,7 +118,18 @@ _V3 = _script("""CREATE TABLE submission_files (sha256 TEXT PRIMARY KEY,
 _V4 = _script("""ALTER TABLE batch_items ADD COLUMN student_id TEXT NOT NULL DEFAULT '';
     ALTER TABLE batch_items ADD COLUMN display_name TEXT NOT NULL DEFAULT ''""")
 
-_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4)
+# Batches know their owner (the grading process: host, boot, pid namespace, pid and its
+# start time) and its last heartbeat, so that a batch whose owner is gone (kill -9, a
+# reboot) is marked interrupted, and one that another live grader runs never is
+# (grader/batch_owner.py). Overrides carried from the grade a regrade replaced keep a
+# link to the original entry and a note saying so (grader/store_carry.py).
+_V5 = _script("""ALTER TABLE batches ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    ALTER TABLE batches ADD COLUMN heartbeat_at REAL;
+    ALTER TABLE batches ADD COLUMN interrupted_at REAL;
+    ALTER TABLE overrides ADD COLUMN carried_from INTEGER REFERENCES overrides(id);
+    ALTER TABLE overrides ADD COLUMN note TEXT NOT NULL DEFAULT ''""")
+
+_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -180,7 +192,9 @@ class OverrideRow:
     new_points: float
     reason: str
     who: str
-    at: float
+    at: float  # when the instructor made it (a carried entry keeps the original's time)
+    carried_from: int | None = None  # the entry of an earlier grade this one carries over
+    note: str = ""  # the store's own remark ("carried from grade 12 ...; capped at 4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,17 +210,25 @@ class BatchItemRow:
     display_name: str = ""
 
 
+BatchStatus = Literal["running", "interrupted", "done"]
+
+
 @dataclass(frozen=True, slots=True)
 class BatchRow:
     id: int
     assignment_id: int
     rubric_version_id: int
     created_at: float
-    status: str  # "running" while items are pending (also after a crash), then "done"
+    # "running" while its owner grades it, "interrupted" once the owner is known to be
+    # gone (or grading raised) with items left, "done" when no item is pending
+    status: BatchStatus
     total: int
     done: int
     errors: int
     pending: int
+    owner: str = ""  # the grading process (batch_owner.Owner as JSON); "" before schema 5
+    heartbeat_at: float | None = None
+    interrupted_at: float | None = None
 
 
 # The queries that read rows; ``grade_row`` and the dataclasses follow their column order.
@@ -216,13 +238,15 @@ GRADE_SELECT = """SELECT g.id, g.submission_id, g.rubric_version_id, rv.version,
   (SELECT COUNT(*) FROM overrides WHERE grade_id = g.id), g.created_at, s.pseudonym
 FROM grades g JOIN submissions s ON s.id = g.submission_id
 JOIN rubric_versions rv ON rv.id = g.rubric_version_id"""
-OVERRIDE_SELECT = """SELECT id, grade_id, criterion_id, old_points, new_points, reason, who, at
-FROM overrides"""
+OVERRIDE_SELECT = """SELECT id, grade_id, criterion_id, old_points, new_points, reason, who, at,
+  carried_from, note FROM overrides"""
 ITEM_SELECT = """SELECT id, batch_id, file, sha256, status, error, grade_id, student_id,
   display_name FROM batch_items"""
-BATCH_SELECT = """SELECT b.id, b.assignment_id, b.rubric_version_id, b.created_at, b.status,
+BATCH_SELECT = """SELECT b.id, b.assignment_id, b.rubric_version_id, b.created_at,
+  CASE WHEN b.status = 'running' AND b.interrupted_at IS NOT NULL THEN 'interrupted'
+    ELSE b.status END,
   COUNT(i.id), COALESCE(SUM(i.status = 'done'), 0), COALESCE(SUM(i.status = 'error'), 0),
-  COALESCE(SUM(i.status = 'pending'), 0)
+  COALESCE(SUM(i.status = 'pending'), 0), b.owner, b.heartbeat_at, b.interrupted_at
 FROM batches b LEFT JOIN batch_items i ON i.batch_id = b.id"""
 
 

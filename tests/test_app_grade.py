@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from grader.store import Store
 from tests.conftest import open_app
+from tests.killed_grader import killed_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"
@@ -176,7 +180,7 @@ def test_a_batch_stopped_with_the_app_is_offered_and_resumed(app_data):
     from grader.workspace import Workspace
 
     store = Store(app_data / "grader.db")
-    try:  # what grade_batch leaves when the app stops before grading anything
+    try:  # what grade_batch leaves when the app is killed before grading anything
         ws = Workspace(store, app_data / "assignments")
         a = ws.load("retail-sales")
         aid = ws.assignment_id(a.name)
@@ -184,16 +188,110 @@ def test_a_batch_stopped_with_the_app_is_offered_and_resumed(app_data):
         data = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
         item = GradeInput("student042.ipynb", data, "student042", "student042")
         store.save_file(item.sha256, data)
-        batch = store.start_batch(aid, rv, [(item.name, item.sha256, "student042",
-                                             "student042")])
+        batch = killed_batch(store.path, aid, rv, [(item.name, item.sha256, "student042",
+                                                    "student042")])
     finally:
         store.close()
     at = open_app(PAGE)
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     assert "stopped with 1 of 1 notebooks left" in at.warning[0].value
+    _options(at)  # no models: resuming is what is tested
     at.button(key=f"grade_resume_{batch}").click().run()
     assert not at.exception, at.exception
     results = at.dataframe[1].value
     assert list(results["student"]) == ["student042"]
     assert results["score"][0] == 20
     assert not [w for w in at.warning if "stopped with" in w.value]
+
+
+def test_the_assignment_chosen_survives_a_visit_to_another_page(app_data):
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+    _options(at, execute=False)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    for page in ("app_pages/dashboard.py", "app_pages/review.py", PAGE):
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, at.exception
+    assert at.selectbox(key="grade_assignment").value == "retail-sales"
+    assert "Results: Retail sales" in at.subheader[0].value
+    at.selectbox(key="grade_assignment").set_value("r-strings-dates").run()
+    note = " ".join(i.value for i in at.info)  # the results shown are another assignment's
+    assert "graded for retail-sales" in note
+    assert "The assignment chosen above is r-strings-dates" in note
+
+
+@pytest.mark.slow
+def test_a_second_click_while_grading_grades_once(app_data, caplog):
+    """Two quick clicks on Grade: the second run of the page asks for the same work while
+    the first click's job runs. A job holding that work is started here first (blocked
+    until the page has asked), as the first click would have."""
+    from grader.archive import expand_uploads
+    from grader.jobs import _LIVE, GradeJob, grading_key
+    from grader.layers.base import GradeOptions
+    from grader.pipeline import GradeInput
+    from grader.workspace import Upload, Workspace
+
+    release = threading.Event()
+    ups = [Upload("partial.ipynb", (RETAIL / "submissions" / "partial.ipynb").read_bytes())]
+    options = GradeOptions(execute=False, use_llm=False)
+
+    def collect():
+        release.wait(120)
+        files, problems = expand_uploads([(u.name, u.data) for u in ups])
+        return [GradeInput.from_submission(f) for f in files], problems
+
+    class Asked(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "already running" in record.getMessage():
+                release.set()
+
+    def watch() -> None:  # without the fix the page starts a job of its own: let both go
+        while not release.wait(0.05):
+            if any(j is not first for j in list(_LIVE)):
+                release.set()
+
+    caplog.set_level(logging.INFO, logger="grader.jobs")
+    handler = Asked()
+    logging.getLogger("grader.jobs").addHandler(handler)
+    store = Store(app_data / "grader.db")
+    try:
+        ws = Workspace(store, app_data / "assignments")
+        first = GradeJob(ws, "retail-sales", collect, options, None,
+                         key=grading_key(ws, "retail-sales", ups, options)).start()
+        threading.Thread(target=watch, daemon=True).start()
+        at = open_app(PAGE)
+        at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+        at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+        _options(at, execute=False)
+        at.button(key="grade_run").click().run()
+        assert not at.exception, at.exception
+        deadline = time.monotonic() + 60
+        while not first.finished and time.monotonic() < deadline:
+            first.wait(-1, timeout=1)
+        assert first.result.error == ""
+        assert not at.button(key="grade_run").disabled  # the job ended: ready for the next
+        assert list(at.dataframe[1].value["file"]) == ["partial.ipynb"]
+        batches = store.batches(store.assignment_id("retail-sales"))
+        assert [b.total for b in batches] == [1]  # one batch, not one per click
+    finally:
+        release.set()
+        logging.getLogger("grader.jobs").removeHandler(handler)
+        store.close()
+
+
+def test_a_notebook_of_another_assignment_is_warned_about(app_data):
+    strings = ROOT / "examples" / "r-strings-dates" / "submissions" / "complete.ipynb"
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("r-joins").run()
+    at.file_uploader(key="grade_files").set_value(
+        [("student042.ipynb", strings.read_bytes(), "application/x-ipynb+json")])
+    _options(at, execute=False)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    warned = [w.value for w in at.warning if "student042" in w.value]
+    assert len(warned) == 1
+    assert "of r-joins's template" in warned[0]
+    assert "is it a notebook of another assignment?" in warned[0]

@@ -119,18 +119,26 @@ def test_no_grades_yet_says_so(app_data):
     assert "No grades yet" in at.info[0].value
 
 
-def test_regrade_all_after_a_rubric_edit_shows_each_change(graded, app_data):
+def _edit_rubric(app_data: Path, points: dict[str, float], drop: tuple[str, ...] = ()):
     store = Store(app_data / "grader.db")
     try:
         ws = Workspace(store, app_data / "assignments")
         rubric = ws.load("retail-sales").rubric
-        doubled = [dataclasses.replace(c, points=2 * c.points) if c.id == "q1-regions" else c
-                   for c in rubric.criteria]
-        new = ws.save_rubric("retail-sales", with_criteria(rubric, doubled), "q1 counts double")
+        criteria = [dataclasses.replace(c, points=points.get(c.id, c.points))
+                    for c in rubric.criteria if c.id not in drop]
+        return ws.save_rubric("retail-sales", with_criteria(rubric, criteria), "edited")
     finally:
         store.close()
+
+
+def test_after_a_rubric_edit_the_grades_in_force_are_shown_and_exported(graded, app_data):
+    new = _edit_rubric(app_data, {"q1-regions": 4.0})  # q1 counts double
     at = open_app(PAGE)
-    at.button(key="review_regrade_all").click().run()
+    assert _table(at).empty  # nobody has a grade under the rubric in force yet
+    missing = " ".join(w.value for w in at.warning)
+    assert "3 student(s) have no grade under the rubric in force" in missing
+    assert all(s in missing for s in ("student042", "student043", "student044"))
+    at.button(key="review_regrade_missing").click().run()
     assert not at.exception, at.exception
     changes = next(d.value for d in at.dataframe if "rubric after" in d.value.columns)
     assert set(changes["rubric after"]) == {new.version}
@@ -138,5 +146,38 @@ def test_regrade_all_after_a_rubric_edit_shows_each_change(graded, app_data):
     assert by.loc["student042", "before"] == 20
     assert by.loc["student042", "after"] == 22  # q1-regions: 2 more points of a full answer
     assert (by["change"] >= 0).all()
-    # the listing now holds both versions' grades
-    assert len(_table(at)) == 6
+    table = _table(at)  # by default: one grade per student, the one in force
+    assert sorted(table["student"]) == ["student042", "student043", "student044"]
+    assert set(table["rubric"]) == {new.version}
+    assert set(table["max"]) == {22}
+    assert not [w for w in at.warning if "no grade under the rubric in force" in w.value]
+    assert any("one grade per student, 3 student(s)" in c.value for c in at.caption)
+    at.selectbox(key="review_version").set_value("all versions").run()
+    assert len(_table(at)) == 6  # the older grades stay, on demand
+    assert any("one grade per student, 3 student(s)" in c.value for c in at.caption)
+
+
+def test_a_regrade_carries_overrides_and_names_those_it_cannot(graded, app_data):
+    store = Store(app_data / "grader.db")
+    try:
+        store.override(graded["student043"], "q2-trend-products", 2.0, "answer in a comment",
+                       "instructor-a")
+        store.override(graded["student043"], "monthly-trend", 3.0, "plot checked by hand",
+                       "instructor-a")
+        before = store.get_grade(graded["student043"]).score
+    finally:
+        store.close()
+    _edit_rubric(app_data, {}, drop=("q2-trend-products",))
+    at = open_app(PAGE)
+    at.button(key="review_regrade_missing").click().run()
+    assert not at.exception, at.exception
+    lost = " ".join(w.value for w in at.warning)
+    assert "student043: the override of q2-trend-products" in lost
+    assert "was not carried over: criterion q2-trend-products is not in rubric" in lost
+    row = _table(at).set_index("student").loc["student043"]
+    assert row["overrides"] == 1  # monthly-trend's override came along
+    assert row["score"] == before - 2.0  # only the removed criterion's points are gone
+    at.selectbox(key="review_grade").set_value(row["grade"]).run()
+    audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
+    assert list(audit["why"]) == ["plot checked by hand"]
+    assert f"carried from grade {graded['student043']}" in audit["note"][0]

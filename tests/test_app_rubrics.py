@@ -53,6 +53,15 @@ def page(name: str = "retail-sales"):
     return at
 
 
+def k(at, field: str) -> str:
+    """The key of one of the editor's widgets: they are keyed by their draft."""
+    return f"rubrics_{field}_{at.session_state['rubrics_draft']['key']}"
+
+
+def upload_key(at) -> str:
+    return f"rubrics_upload_{at.session_state['rubrics_assignment']}"
+
+
 def metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
@@ -65,8 +74,8 @@ def test_edit_preview_and_save_a_new_version(graded):
     before = in_force(graded, "retail-sales")
     at = page()
     assert metric(at, "Total points") == "20"
-    assert next(iter(at.data_editor(key="rubrics_criteria").value["id"])) == "load-data"
-    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": 12}})
+    assert next(iter(at.data_editor(key=k(at, "criteria")).value["id"])) == "load-data"
+    at.session_state[k(at, "criteria")] = edits(edited_rows={0: {"points": 12}})
     at.run()
     assert not at.exception
     assert not at.error
@@ -83,7 +92,7 @@ def test_edit_preview_and_save_a_new_version(graded):
     assert moved["student003"] == 0
     assert "2 of 3" in texts(at.markdown)
 
-    at.text_input(key="rubrics_note").input("loading the data matters more")
+    at.text_input(key=k(at, "note")).input("loading the data matters more")
     at.button(key="rubrics_save").click().run()
     assert not at.exception
     after = in_force(graded, "retail-sales")
@@ -100,15 +109,15 @@ def test_edit_preview_and_save_a_new_version(graded):
 def test_invalid_edit_is_shown_inline_and_not_saved(graded):
     before = in_force(graded, "retail-sales")
     at = page()
-    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": -1}})
-    at.session_state["rubrics_checks"] = edits(edited_rows={1: {"options": "bogus=1"}})
+    at.session_state[k(at, "criteria")] = edits(edited_rows={0: {"points": -1}})
+    at.session_state[k(at, "checks")] = edits(edited_rows={1: {"options": "bogus=1"}})
     at.run()
     errors = texts(at.error)
     assert "Criteria row 1 (load-data), points" in errors
     assert "Checks row 2 (load-data), options: unknown option 'bogus'" in errors
     assert at.button(key="rubrics_save").disabled  # AppTest, like a browser, cannot click it
     assert at.button(key="rubrics_preview").disabled
-    at.session_state["rubrics_criteria"] = edits(edited_rows={0: {"points": 3}})
+    at.session_state[k(at, "criteria")] = edits(edited_rows={0: {"points": 3}})
     at.run()  # one error fixed, one left
     assert "Criteria row 1" not in texts(at.error)
     assert "bogus" in texts(at.error)
@@ -118,10 +127,10 @@ def test_invalid_edit_is_shown_inline_and_not_saved(graded):
 
 def test_added_and_deleted_rows(graded):
     at = page()
-    at.session_state["rubrics_criteria"] = edits(
+    at.session_state[k(at, "criteria")] = edits(
         added_rows=[{"order": 0, "id": "imports", "title": "Imports pandas", "kind": "code",
                      "points": 1}], deleted_rows=[5])
-    at.session_state["rubrics_checks"] = edits(
+    at.session_state[k(at, "checks")] = edits(
         added_rows=[{"criterion": "imports", "type": "calls", "weight": 1.0,
                      "target": "read_csv"}], deleted_rows=[12])
     at.run()
@@ -138,37 +147,37 @@ def test_added_and_deleted_rows(graded):
 
 def test_bad_rubric_file_is_an_error_naming_it(app_data):
     at = page()
-    at.file_uploader(key="rubrics_upload").set_value(
+    at.file_uploader(key=upload_key(at)).set_value(
         ("bad.json", b"not json", "application/json")).run()
     assert not at.exception
     assert "bad.json" in at.error[0].value
     assert "not a JSON file" in at.error[0].value
-    at.file_uploader(key="rubrics_upload").set_value(
+    at.file_uploader(key=upload_key(at)).set_value(
         ("other.json", b'{"title": "no criteria"}', "application/json")).run()
     assert "other.json" in at.error[0].value
     assert "neither a rubric" in at.error[0].value
     wrong = (REPO / "rubrics" / "retail-sales.json").read_text().replace('"rtol": 1e-6',
                                                                          '"rtol": "tight"', 1)
-    at.file_uploader(key="rubrics_upload").set_value(
+    at.file_uploader(key=upload_key(at)).set_value(
         ("typo.json", wrong.encode(), "application/json")).run()
     assert not at.exception
     assert "typo.json" in at.error[0].value
     at.selectbox(key="rubrics_assignment").set_value("r-joins").run()
-    at.file_uploader(key="rubrics_upload").set_value(
+    at.file_uploader(key=upload_key(at)).set_value(
         ("retail.json", (REPO / "rubrics" / "retail-sales.json").read_bytes(),
          "application/json")).run()
     assert "retail.json" in at.error[0].value
     assert "the rubric is for python, the assignment is r" in at.error[0].value
-    assert "load-data" not in set(at.data_editor(key="rubrics_criteria").value["id"])
+    assert "load-data" not in set(at.data_editor(key=k(at, "criteria")).value["id"])
 
 
 def test_old_system_rubric_imports_for_review_then_saves(app_data):
     at = page("r-strings-dates")
-    at.file_uploader(key="rubrics_upload").set_value(
+    at.file_uploader(key=upload_key(at)).set_value(
         ("rubric.seed-format.json", SEED.read_bytes(), "application/json")).run()
     assert not at.exception
     assert not at.error
-    ids = list(at.data_editor(key="rubrics_criteria").value["id"])
+    ids = list(at.data_editor(key=k(at, "criteria")).value["id"])
     assert ids[0] == "part1-setup"
     assert "question-8-1" in ids
     dropped = texts(at.warning)
@@ -194,7 +203,7 @@ def test_preview_names_a_grade_it_cannot_rescore(app_data):
         store.save_grade(store.add_submission(aid, item.sha256, item.name, "student007",
                                               "student007"), rv, report)
     at = page()
-    at.session_state["rubrics_checks"] = edits(edited_rows={0: {"target": "orders"}})
+    at.session_state[k(at, "checks")] = edits(edited_rows={0: {"target": "orders"}})
     at.run()
     at.button(key="rubrics_preview").click().run()
     assert not at.exception
@@ -209,3 +218,29 @@ def test_an_assignment_that_cannot_load_is_named(app_data):
     at = page()
     assert "broken-hw" in texts(at.warning)
     assert "broken-hw" not in at.selectbox(key="rubrics_assignment").options
+
+
+def test_another_assignment_gets_its_own_title_and_placeholders(app_data):
+    """A browser keeps showing, and sends back, the value of a widget for as long as its
+    id lives, unless the app sets it: emulated here by giving every editor widget that
+    survives the switch the value it showed before."""
+    joins = in_force(app_data, "r-joins")
+    at = page("retail-sales")
+    at.text_input(key=k(at, "title")).input("Retail sales, edited")
+    shown = {w.id: w.value for w in [*at.text_input, *at.text_area, *at.toggle]
+             if (w.key or "").startswith("rubrics_")}
+    at.selectbox(key="rubrics_assignment").set_value("r-joins").run()
+    for w in [*at.text_input, *at.text_area, *at.toggle]:
+        if w.id in shown:
+            w.set_value(shown[w.id])
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key=k(at, "title")).value == joins.title
+    assert at.text_area(key=k(at, "placeholders")).value == "\n".join(joins.placeholders)
+    assert "No changes from the rubric in force." in texts(at.info)
+    assert at.button(key="rubrics_save").disabled  # nothing to save: no renamed rubric
+    at.switch_page("app_pages/grade.py")
+    at.run()
+    at.switch_page("app_pages/rubrics.py")
+    at.run()
+    assert at.selectbox(key="rubrics_assignment").value == "r-joins"  # kept across pages

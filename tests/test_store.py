@@ -352,7 +352,7 @@ def test_opening_a_version_1_database_migrates_it(tmp_path: Path) -> None:
     conn.close()
 
     with Store(path) as s:
-        assert count(path, "PRAGMA user_version") == SCHEMA_VERSION == 4
+        assert count(path, "PRAGMA user_version") == SCHEMA_VERSION == 5
         [row] = s.list_grades(1, flag="template_modified")  # flags backfilled from the JSON
         assert row.display_name == "Jane Doe"
         assert s.get_report(row.id) == dataclasses.replace(report, student_id="doejane",
@@ -475,7 +475,7 @@ def test_a_batch_killed_with_sigkill_resumes(tmp_path: Path) -> None:
 
     with Store(path) as s:
         [info] = s.batches(1)
-        assert info.status == "running"
+        assert info.status == "interrupted"  # its grader was killed (kill -9)
         items = s.batch_items(batch)
         done = [i for i in items if i.status == "done"]
         pending = s.pending_items(batch)
