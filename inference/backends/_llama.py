@@ -63,13 +63,17 @@ def _ensure_backend() -> None:
 class LoadedModel:
     """One GGUF loaded once; any number of contexts share its weights."""
 
-    def __init__(self, path: Path, name: str = "") -> None:
+    def __init__(self, path: Path, name: str = "", n_gpu_layers: int | None = None) -> None:
+        """``n_gpu_layers``: layers on the GPU of a GPU build (-1: all, 0: none); None keeps
+        llama.cpp's default (all of them on a GPU build; nothing changes on a CPU build)."""
         _ensure_backend()
         check_gguf(path, name)
         self.path = path
         self.name = name or path.stem
         params = C.llama_model_default_params()
         params.use_mmap = True
+        if n_gpu_layers is not None:
+            params.n_gpu_layers = n_gpu_layers
         self._ptr = C.llama_model_load_from_file(str(path).encode(), params)
         if not self._ptr:
             raise ModelLoadError(f"model {self.name!r}: llama.cpp could not load {path} "
@@ -226,9 +230,13 @@ class Context:
     """
 
     def __init__(self, model: LoadedModel, n_ctx: int, n_batch: int = 512,
-                 threads: int = 2, flash_attn: int = -1) -> None:
+                 threads: int = 2, flash_attn: int = -1, op_offload: bool | None = None) -> None:
+        """``op_offload``: whether a GPU build may run this CPU-resident model's large
+        batches on the GPU (None: llama.cpp's default, which is yes)."""
         self.model = model
         params = C.llama_context_default_params()
+        if op_offload is not None:
+            params.op_offload = op_offload
         params.n_ctx = n_ctx
         params.n_batch = n_batch
         params.n_ubatch = n_batch
