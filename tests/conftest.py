@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.store import Store
+from grader.workspace import Workspace
 from inference import DisaggregatedClient, EngineConfig, RouteConfig
 from inference.models import BUILTIN_MODELS
 
@@ -93,3 +95,11 @@ def open_app(page: str | None = None, timeout: float = 180):
         at.switch_page(page)
         at.run()
     return at
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    """A workspace over a fresh store: the grading jobs' and the review's home."""
+    store = Store(tmp_path / "grader.db")
+    yield Workspace(store, tmp_path / "assignments")
+    store.close()

@@ -24,12 +24,12 @@ def _options(at, *, execute: bool = True, llm: bool = False) -> None:
     at.checkbox(key="grade_llm").set_value(llm)
 
 
-def _grade_sample(sample: str):
-    """The app after grading one of retail-sales' samples with all four layers."""
+def _grade_sample(sample: str, *, execute: bool = True, llm: bool = True):
+    """The app after grading one of retail-sales' samples (all four layers by default)."""
     at = open_app(PAGE)
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     at.multiselect(key="grade_samples").set_value([sample])
-    _options(at, llm=True)
+    _options(at, execute=execute, llm=llm)
     at.button(key="grade_run").click().run()
     assert not at.exception, at.exception
     return at
@@ -205,12 +205,7 @@ def test_a_batch_stopped_with_the_app_is_offered_and_resumed(app_data):
 
 
 def test_the_assignment_chosen_survives_a_visit_to_another_page(app_data):
-    at = open_app(PAGE)
-    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
-    at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
-    _options(at, execute=False)
-    at.button(key="grade_run").click().run()
-    assert not at.exception, at.exception
+    at = _grade_sample("partial.ipynb", execute=False, llm=False)
     for page in ("app_pages/dashboard.py", "app_pages/review.py", PAGE):
         at.switch_page(page)
         at.run()
@@ -262,12 +257,7 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
         first = GradeJob(ws, "retail-sales", collect, options, None,
                          key=grading_key(ws, "retail-sales", ups, options)).start()
         threading.Thread(target=watch, daemon=True).start()
-        at = open_app(PAGE)
-        at.selectbox(key="grade_assignment").set_value("retail-sales").run()
-        at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
-        _options(at, execute=False)
-        at.button(key="grade_run").click().run()
-        assert not at.exception, at.exception
+        at = _grade_sample("partial.ipynb", execute=False, llm=False)
         deadline = time.monotonic() + 60
         while not first.finished and time.monotonic() < deadline:
             first.wait(-1, timeout=1)

@@ -19,7 +19,6 @@ from grader.jobs import interrupted_batches, start_resuming
 from grader.layers.base import GradeOptions, Layer, SubmissionContext
 from grader.layers.structure import StructureLayer
 from grader.pipeline import GradeInput, Grader
-from grader.store import Store
 from grader.types import LayerResult
 from grader.workspace import Workspace
 from tests.killed_grader import OtherGrader, killed_batch
@@ -27,12 +26,6 @@ from tests.killed_grader import OtherGrader, killed_batch
 ROOT = Path(__file__).resolve().parents[1]
 SUBS = ROOT / "examples" / "retail-sales" / "submissions"
 
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    store = Store(tmp_path / "grader.db")
-    yield Workspace(store, tmp_path / "assignments")
-    store.close()
 
 
 def _items(ws: Workspace, kinds: dict[str, str]) -> tuple[int, int, list]:

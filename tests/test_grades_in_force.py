@@ -26,7 +26,6 @@ from grader.review import (
     regrade_rows,
 )
 from grader.rubric import with_criteria
-from grader.store import Store
 from grader.template import match_template
 from grader.template_fit import template_fit
 from grader.workspace import Upload, Workspace
@@ -36,12 +35,6 @@ EXAMPLES = ROOT / "examples"
 SUBS = EXAMPLES / "retail-sales" / "submissions"
 NO_EXEC = GradeOptions(execute=False)
 
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    store = Store(tmp_path / "grader.db")
-    yield Workspace(store, tmp_path / "assignments")
-    store.close()
 
 
 def _up(kind: str, name: str) -> Upload:

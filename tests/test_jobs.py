@@ -20,7 +20,6 @@ from grader.progress import STREAM_CHARS, ProgressBoard
 from grader.report_views import diff_rows, downloads, notebook_cells, result_rows
 from grader.review import ReviewFilter, find_grades, regrade, regrade_rows, submission_cells
 from grader.rubric import with_criteria
-from grader.store import Store
 from grader.types import LayerResult
 from grader.workspace import Upload, Workspace
 from tests.killed_grader import killed_batch
@@ -28,12 +27,6 @@ from tests.killed_grader import killed_batch
 ROOT = Path(__file__).resolve().parents[1]
 SUBS = ROOT / "examples" / "retail-sales" / "submissions"
 
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    store = Store(tmp_path / "grader.db")
-    yield Workspace(store, tmp_path / "assignments")
-    store.close()
 
 
 def _up(kind: str, name: str | None = None) -> Upload:
