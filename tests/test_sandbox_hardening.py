@@ -394,3 +394,15 @@ def test_a_new_run_folder_is_private_and_names_its_owner(tmp_path: Path) -> None
     assert folder.name.startswith(f"{PREFIX}{Owner.me().ns}-{os.getpid()}-")
     assert folder.stat().st_mode & 0o777 == 0o700
     assert re.fullmatch(rf"{PREFIX}\d+-\d+-\d+-[a-z0-9_]+", folder.name), folder.name
+
+
+def test_stream_pieces_are_merged_once_in_order_and_other_outputs_break_them():
+    from grader.sandbox_runner import merged_streams
+
+    pieces = [{"output_type": "stream", "name": "stdout", "text": f"{i},"} for i in range(5000)]
+    image = {"output_type": "display_data", "data": {"text/plain": "fig"}, "metadata": {}}
+    merged = merged_streams([*pieces, {"output_type": "stream", "name": "stderr", "text": "w"},
+                             image, {"output_type": "stream", "name": "stdout", "text": "end"}])
+    assert [o.get("name") for o in merged] == ["stdout", "stderr", None, "stdout"]
+    assert "".join(merged[0]["text"]) == "".join(f"{i}," for i in range(5000))
+    assert merged[2] is image

@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.hostile.corpus import ASSIGNMENTS, CLASSES, ROOT, Case, HostEnv, build
 
-LIMITS = ["--cell-timeout", "15", "--total-timeout", "120", "--memory-mb", "2048"]
+LIMITS = ["--cell-timeout", "30", "--total-timeout", "180", "--memory-mb", "2048"]
 CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
