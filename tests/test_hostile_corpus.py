@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.corpus import CLASSES
-from tests.hostile.run import Findings, measure
+from tests.hostile.run import Findings, measure, runtime_parts
 
 pytestmark = [pytest.mark.slow, pytest.mark.r]
 
@@ -57,7 +57,10 @@ def test_the_sandbox_shows_nothing_of_the_host(findings: Findings) -> None:
         assert p["host_folders_shown"] == [], (lang, p["host_folders_shown"])
         assert p["wrote_outside"] == [], (lang, p["wrote_outside"])
         assert p["port_connections"] == 0, lang
-        assert not {"home", "root", "srv", "mnt"} & set(p["root_listing"]), p["root_listing"]
+        # /root or /work appear only where a runtime lives there (a pyenv interpreter, the
+        # venv), and then hold nothing else (host_folders_shown above)
+        private = {"home", "root", "srv", "mnt", "work", "opt"} - runtime_parts()
+        assert not private & set(p["root_listing"]), p["root_listing"]
 
 
 @pytest.mark.llm

@@ -258,7 +258,7 @@ def probe(case: Case, env: HostEnv) -> dict[str, Any]:
             "wrote_outside": wrote, "sandboxed": run.sandboxed, "notes": run.notes}
 
 
-def _runtime_parts() -> set[str]:
+def runtime_parts() -> set[str]:
     """Folder names on the way to the runtimes the sandbox must show (the interpreter, the
     virtual environment, the runner): the only entries allowed under /root, /work, ..."""
     import grader
@@ -270,7 +270,7 @@ def _runtime_parts() -> set[str]:
 def _host_folders_shown(text: str) -> list[str]:
     """Entries of the private host folders the probe listed, beyond the runtimes' paths."""
     shown: list[str] = []
-    allowed = _runtime_parts()
+    allowed = runtime_parts()
     for folder in ("/root", "/home", "/work", "/srv", "/mnt", "/opt"):
         py = re.search(rf"\('{folder}', \[([^\]]*)\]\)", text)
         r = re.search(rf"@@LEAK@@ {folder} => (.*)", text)
