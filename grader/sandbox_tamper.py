@@ -164,7 +164,7 @@ def probe(marker):
         seen["events." + event] = ",".join(
             describe(cb) for cb in ip.events.callbacks.get(event, ())
             if getattr(getattr(cb, "__func__", cb), "__module__", "") == "__main__")
-    print(marker + json.dumps(seen))
+    sys.stdout.write(marker + json.dumps(seen) + "\n")
 
 probe(MARKER)
 '''

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.workspace import Workspace
+
 REPO = Path(__file__).resolve().parents[1]
 
 # argv: database, assignment id, rubric version id, then file sha256 student name per item;
@@ -64,3 +66,20 @@ def killed_batch(db: Path, assignment_id: int, rubric_version_id: int,
     with OtherGrader(db, assignment_id, rubric_version_id, items) as other:
         other.kill()
         return other.batch
+
+
+def stored_batch_items(ws: Workspace, kinds: dict[str, str]) -> tuple[int, int, list]:
+    """Assignment id, rubric version id and batch items of retail-sales notebooks (student id
+    -> sample name), their bytes kept in the store as grade_batch keeps them before grading."""
+    from grader.pipeline import GradeInput
+
+    subs = REPO / "examples" / "retail-sales" / "submissions"
+    a = ws.load("retail-sales")
+    aid = ws.assignment_id(a.name)
+    rv = next(v.id for v in ws.store.rubric_versions(aid) if v.version == a.rubric.version)
+    items = []
+    for sid, kind in kinds.items():
+        item = GradeInput(f"{sid}.ipynb", (subs / f"{kind}.ipynb").read_bytes(), sid, sid)
+        ws.store.save_file(item.sha256, item.data)
+        items.append((item.name, item.sha256, sid, sid))
+    return aid, rv, items

@@ -21,25 +21,12 @@ from grader.layers.structure import StructureLayer
 from grader.pipeline import GradeInput, Grader
 from grader.types import LayerResult
 from grader.workspace import Workspace
-from tests.killed_grader import OtherGrader, killed_batch
+from tests.killed_grader import OtherGrader, killed_batch, stored_batch_items
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBS = ROOT / "examples" / "retail-sales" / "submissions"
 
 
-
-def _items(ws: Workspace, kinds: dict[str, str]) -> tuple[int, int, list]:
-    """Assignment id, rubric version id and batch items of retail-sales notebooks, their
-    bytes kept in the store (as grade_batch keeps them before grading)."""
-    a = ws.load("retail-sales")
-    aid = ws.assignment_id(a.name)
-    rv = next(v.id for v in ws.store.rubric_versions(aid) if v.version == a.rubric.version)
-    items = []
-    for sid, kind in kinds.items():
-        item = GradeInput(f"{sid}.ipynb", (SUBS / f"{kind}.ipynb").read_bytes(), sid, sid)
-        ws.store.save_file(item.sha256, item.data)
-        items.append((item.name, item.sha256, sid, sid))
-    return aid, rv, items
 
 
 def _wait(job) -> None:
@@ -49,7 +36,7 @@ def _wait(job) -> None:
 
 @pytest.mark.slow
 def test_a_batch_of_a_live_grader_is_never_marked_and_once_killed_it_is(ws: Workspace):
-    items = _items(ws, {"student042": "complete", "student043": "partial"})
+    items = stored_batch_items(ws, {"student042": "complete", "student043": "partial"})
     with OtherGrader(ws.store.path, *items) as other:
         assert interrupted_batches(ws, "retail-sales") == []
         assert ws.store.reap_batches() == []
@@ -72,7 +59,7 @@ def test_a_batch_of_a_live_grader_is_never_marked_and_once_killed_it_is(ws: Work
 
 
 def test_a_killed_batch_is_claimed_by_one_grader_only(ws: Workspace):
-    batch = killed_batch(ws.store.path, *_items(ws, {"student042": "complete"}))
+    batch = killed_batch(ws.store.path, *stored_batch_items(ws, {"student042": "complete"}))
     ws.store.claim_batch(batch)
     with pytest.raises(StoreError, match="another grader is grading it"):
         ws.store.claim_batch(batch)  # a second app asking to resume it too

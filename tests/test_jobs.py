@@ -22,7 +22,7 @@ from grader.review import ReviewFilter, find_grades, regrade, regrade_rows, subm
 from grader.rubric import with_criteria
 from grader.types import LayerResult
 from grader.workspace import Upload, Workspace
-from tests.killed_grader import killed_batch
+from tests.killed_grader import killed_batch, stored_batch_items
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBS = ROOT / "examples" / "retail-sales" / "submissions"
@@ -254,25 +254,11 @@ def test_notebook_cells_carry_the_stored_plots_and_skip_what_is_not_a_png():
     assert cells[1].images == ()
 
 
-def _batch_items(ws: Workspace, kinds: dict[str, str]) -> tuple[int, int, list]:
-    """Assignment id, rubric version id and batch items of retail-sales notebooks, their
-    bytes kept in the store (as grade_batch keeps them before grading)."""
-    a = ws.load("retail-sales")
-    aid = ws.assignment_id(a.name)
-    rv = next(v.id for v in ws.store.rubric_versions(aid) if v.version == a.rubric.version)
-    items = []
-    for sid, kind in kinds.items():
-        data = (SUBS / f"{kind}.ipynb").read_bytes()
-        item = GradeInput(f"{sid}.ipynb", data, sid, sid)
-        ws.store.save_file(item.sha256, data)
-        items.append((item.name, item.sha256, sid, sid))
-    return aid, rv, items
-
 
 def _interrupted_batch(ws: Workspace, kinds: dict[str, str]) -> int:
     """A batch as grade_batch leaves it when the app is killed (kill -9) before grading
     anything: the notebooks kept, every item pending, its grader gone."""
-    return killed_batch(ws.store.path, *_batch_items(ws, kinds))
+    return killed_batch(ws.store.path, *stored_batch_items(ws, kinds))
 
 
 def test_an_interrupted_batch_resumes_from_the_store_with_its_rubric(ws: Workspace):
