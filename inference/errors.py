@@ -9,7 +9,10 @@
     ├── ModelLoadError           model file missing, unreadable or corrupt
     ├── BackendError             a worker or server failed while serving
     │   ├── KVTransferError      KV state could not be moved or loaded
-    │   └── BackendUnavailable   the route's server is down / unreachable
+    │   │   ├── KVIncompatibleError  handshake refused: another model or KV layout
+    │   │   └── KVFormatError        bad bytes on the wire (corrupt, truncated, ...)
+    │   ├── BackendUnavailable   the route's server is down / unreachable / full
+    │   └── StreamInterrupted    a server failed after part of the reply was streamed
     └── OutputValidationError    the model's output failed the request's schema
 
 Errors from llama.cpp, sockets or JSON are translated at the boundary with
@@ -43,14 +46,15 @@ class InvalidRequestError(InferenceError):
 
 
 class ContextOverflowError(InvalidRequestError):
-    def __init__(self, prompt_tokens: int, max_tokens: int, n_ctx: int) -> None:
+    def __init__(self, prompt_tokens: int, max_tokens: int, n_ctx: int,
+                 message: str | None = None) -> None:
+        """``message``: a remote server's own words (the numbers may then be 0)."""
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.n_ctx = n_ctx
-        super().__init__(
+        super().__init__(message or (
             f"prompt of {prompt_tokens} tokens plus max_tokens={max_tokens} does not fit "
-            f"the context of {n_ctx} tokens"
-        )
+            f"the context of {n_ctx} tokens"))
 
 
 class SchemaError(InvalidRequestError):
@@ -69,8 +73,41 @@ class KVTransferError(BackendError):
     pass
 
 
+class KVIncompatibleError(KVTransferError):
+    """The two sides serve different models or KV layouts; nothing was moved."""
+
+
+class KVFormatError(KVTransferError):
+    """KV bytes on the wire are unusable. ``kind``: kv_corrupt, kv_truncated,
+    kv_version or kv_too_large (the names of the server protocol's error types)."""
+
+    KINDS = ("kv_corrupt", "kv_truncated", "kv_version", "kv_too_large")
+
+    def __init__(self, kind: str, message: str) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown KV format error kind {kind!r}")
+        self.kind = kind
+        super().__init__(message)
+
+
 class BackendUnavailable(BackendError):
-    pass
+    """Down, unreachable, loading or full. ``retry_after``: seconds the server asked
+    for (503 + Retry-After), if it did."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class StreamInterrupted(BackendError):
+    """A server failed after the caller had received part of the reply, so the
+    request was not retried behind its back. ``partial``: the text it had seen.
+    A caller that can show a reply restarting (``restartable=True`` in the
+    client) gets one retry on another server instead."""
+
+    def __init__(self, message: str, partial: str = "") -> None:
+        self.partial = partial
+        super().__init__(message)
 
 
 class OutputValidationError(InferenceError):

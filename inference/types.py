@@ -17,7 +17,8 @@ from .errors import InvalidRequestError
 Role = str
 ChatRole = Literal["system", "user", "assistant"]
 FinishReason = Literal["stop", "length", "grammar"]
-Method = Literal["disaggregated", "single", "fallback"]
+# "context": Ollama's old pair mode, where the decode server re-prefills from token ids.
+Method = Literal["disaggregated", "single", "fallback", "context"]
 HealthState = Literal["up", "degraded", "down", "loading"]
 
 _CHAT_ROLES = ("system", "user", "assistant")
@@ -80,12 +81,60 @@ class GenerationRequest:
             temperature=self.temperature if self.temperature is not None else temperature,
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The request as JSON-ready data (the servers' wire form)."""
+        return {
+            "role": self.role,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed,
+            "json_schema": self.json_schema, "stop": list(self.stop),
+            "request_id": self.request_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GenerationRequest:
+        """Parse the wire form; InvalidRequestError names what is wrong."""
+        if not isinstance(data, dict):
+            raise InvalidRequestError("request must be a JSON object")
+        unknown = set(data) - {"role", "messages", "max_tokens", "temperature", "seed",
+                               "json_schema", "stop", "request_id"}
+        if unknown:
+            raise InvalidRequestError(f"request has unknown keys {', '.join(sorted(unknown))}")
+        msgs = data.get("messages")
+        if not isinstance(msgs, list) or not all(
+                isinstance(m, dict) and set(m) == {"role", "content"} for m in msgs):
+            raise InvalidRequestError("messages must be a list of {role, content} objects")
+        schema = data.get("json_schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise InvalidRequestError("json_schema must be an object or null")
+        try:
+            return cls(
+                role=str(data.get("role") or "server"),
+                messages=tuple(ChatMessage(m["role"], m["content"]) for m in msgs),
+                max_tokens=_opt(data, "max_tokens", int),
+                temperature=_opt(data, "temperature", float),
+                seed=int(data.get("seed") or 0), json_schema=schema,
+                stop=tuple(str(s) for s in data.get("stop") or ()),
+                request_id=str(data.get("request_id") or ""),
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequestError(f"request is malformed: {exc}") from exc
+
     @property
     def schema_text(self) -> str | None:
         """The schema as compact JSON, property order kept (the grammar follows it)."""
         if self.json_schema is None:
             return None
         return json.dumps(self.json_schema, separators=(",", ":"))
+
+
+def _opt(data: dict[str, Any], key: str, kind: type) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRequestError(f"{key} must be a number, got {type(value).__name__}")
+    return kind(value)
 
 
 @dataclass(slots=True)
@@ -114,6 +163,11 @@ class RequestMetrics:
     queue_seconds: float = 0.0
     handoff_seconds: float = 0.0
     kv_bytes: int = 0
+    kv_transfer_seconds: float = 0.0  # on the wire between two servers (part of handoff)
+    attempts: int = 1  # servers tried; > 1 after a failover
+    failover: str = ""  # what failed and what served instead, in words
+    route_choice: str = ""  # ship | self | single: the router's decision for a remote pair
+    predicted_seconds: float = 0.0  # the router's prediction for that choice
     ttft_seconds: float = 0.0
     total_seconds: float = 0.0
     threads: int = 0

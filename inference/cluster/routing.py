@@ -1,0 +1,436 @@
+"""Choosing servers: least-outstanding selection with prefix affinity, tables of
+measured link and engine speeds, and the per-request ship-vs-recompute cost model.
+
+For a prompt of S tokens (``cached`` of them already in a server's prefix cache) and
+``max_tokens`` to generate, with b KV bytes per token:
+
+    ship(P->D)  = max(wait(P) + (S - cached_P)/prefill_tps(P) + t0 + S*b/BW, wait(D))
+                  + S*b/load_rate(D) + max_tokens/decode_tps(D)
+    self(D)     = wait(D) + (S - cached_D)/prefill_tps(D) + max_tokens/decode_tps(D)
+    single(X)   = self on a server of role "both", asked to do everything
+
+Static thresholds (Dynamo's 2048 tokens, exo's 1000) stand in for these measured
+quantities elsewhere; here every term comes from a table fed by real transfers. A
+pair whose link was never measured is shipped once when that could win, to learn it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import statistics
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ..errors import BackendUnavailable, ConfigError
+from .endpoint import ServerStatus
+from .health import ServerState
+
+log = logging.getLogger(__name__)
+
+RouteMethod = Literal["ship", "self", "single"]
+ROUTE_METHODS = ("ship", "self", "single")
+
+DEFAULT_LOAD_BPS = 1e9  # bytes/s a decode server loads KV at, until measured
+DEFAULT_LINK_BPS = 125e6  # an unmeasured link is guessed at 1 Gbit/s ...
+DEFAULT_LINK_LATENCY_S = 0.002  # ... and 2 ms
+DEFAULT_PREFILL_TPS = 200.0  # guesses for a server nobody measured or seeded
+DEFAULT_DECODE_TPS = 50.0
+PREFILL_BUCKETS = (256, 512, 1024, 2048, 4096, 8192)  # prompt-length bucket bounds
+
+
+class Selector:
+    """Least outstanding requests per unit of ``endpoint.weight`` (ties: fewest
+    requests, then name), with prefix affinity: a key goes back to the server it went
+    to last while that server is a candidate and its load is at most ``slack`` above
+    the least loaded one. Thread-safe."""
+
+    def __init__(self, slack: int = 2, max_keys: int = 10_000) -> None:
+        if slack < 0:
+            raise ConfigError(f"selector slack must be >= 0, not {slack!r}")
+        self.slack = slack
+        self._max_keys = max_keys
+        self._affinity: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def load(state: ServerState) -> float:
+        return state.outstanding / state.endpoint.weight
+
+    def choose(self, candidates: Sequence[ServerState],
+               affinity_key: str | None = None) -> ServerState:
+        if not candidates:
+            raise BackendUnavailable("no usable server to choose from")
+        best = min(candidates, key=lambda s: (self.load(s), s.requests, s.endpoint.name))
+        if affinity_key is None:
+            return best
+        with self._lock:
+            chosen = best
+            previous = self._affinity.get(affinity_key)
+            for state in candidates:
+                if state.endpoint.name == previous \
+                        and self.load(state) <= self.load(best) + self.slack:
+                    chosen = state
+                    break
+            self._affinity[affinity_key] = chosen.endpoint.name
+            self._affinity.move_to_end(affinity_key)
+            while len(self._affinity) > self._max_keys:
+                self._affinity.popitem(last=False)
+        return chosen
+
+    def forget(self, server: str) -> None:
+        """Drop every affinity to ``server`` (it went down or was removed)."""
+        with self._lock:
+            for key in [k for k, v in self._affinity.items() if v == server]:
+                del self._affinity[key]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEstimate:
+    """``bandwidth_bps`` in bytes per second; ``latency_s`` the fixed cost t0 of one
+    transfer; ``fitted``: t0 was separated from bandwidth (samples of >= 2 sizes)."""
+
+    bandwidth_bps: float
+    latency_s: float
+    samples: int
+    updated_at: float
+    fitted: bool = False
+
+
+class LinkTable:
+    """Per (source, destination): the recent transfers and a weighted least-squares
+    fit of ``seconds = t0 + nbytes / bandwidth`` (newer samples weigh more, so the
+    estimate follows a link that changes, like an EWMA). Thread-safe."""
+
+    def __init__(self, window: int = 16, decay: float = 0.8, min_spread: float = 1.5,
+                 clock: Callable[[], float] = time.time) -> None:
+        if window < 1 or not 0 < decay <= 1 or min_spread < 1:
+            raise ConfigError("link table: window >= 1, 0 < decay <= 1, min_spread >= 1")
+        self._window, self._decay, self._min_spread = window, decay, min_spread
+        self._clock = clock
+        self._samples: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, src: str, dst: str, nbytes: float, seconds: float) -> None:
+        if not nbytes > 0 or not seconds > 0:
+            raise ValueError(f"a transfer needs nbytes > 0 and seconds > 0, "
+                             f"not {nbytes!r} bytes in {seconds!r} s")
+        with self._lock:
+            samples = self._samples.setdefault((src, dst), deque(maxlen=self._window))
+            samples.append((float(nbytes), float(seconds), self._clock()))
+
+    def estimate(self, src: str, dst: str) -> LinkEstimate | None:
+        with self._lock:
+            samples = list(self._samples.get((src, dst), ()))
+        if not samples:
+            return None
+        bandwidth, latency, fitted = _fit_link(samples, self._decay, self._min_spread)
+        return LinkEstimate(bandwidth, latency, len(samples), samples[-1][2], fitted)
+
+    def estimates(self) -> dict[tuple[str, str], LinkEstimate]:
+        with self._lock:
+            pairs = list(self._samples)
+        return {pair: est for pair in pairs if (est := self.estimate(*pair)) is not None}
+
+
+def _fit_link(samples: Sequence[tuple[float, float, float]], decay: float,
+              min_spread: float) -> tuple[float, float, bool]:
+    n = len(samples)
+    weights = [decay ** (n - 1 - i) for i in range(n)]
+    xs = [s[0] for s in samples]
+    ys = [s[1] for s in samples]
+    total = sum(weights)
+    mx = sum(w * x for w, x in zip(weights, xs, strict=True)) / total
+    my = sum(w * y for w, y in zip(weights, ys, strict=True)) / total
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(weights, xs, strict=True))
+    if max(xs) >= min_spread * min(xs) and sxx > 0:
+        sxy = sum(w * (x - mx) * (y - my) for w, x, y in zip(weights, xs, ys, strict=True))
+        slope = sxy / sxx
+        latency = my - slope * mx
+        if slope > 0 and latency >= 0:
+            return 1.0 / slope, latency, True
+    # one size only (or a noisy fit): a line through the origin, t0 folded into it
+    sxy0 = sum(w * x * y for w, x, y in zip(weights, xs, ys, strict=True))
+    sxx0 = sum(w * x * x for w, x in zip(weights, xs, strict=True))
+    return sxx0 / sxy0, 0.0, False
+
+
+class SpeedTable:
+    """Measured engine speeds per server: prefill tok/s per prompt-length bucket
+    (prefill slows with length), decode tok/s, and KV load bytes/s; EWMAs. A server's
+    own ``ServerStatus`` speeds seed it until something is measured. Thread-safe."""
+
+    def __init__(self, alpha: float = 0.3) -> None:
+        if not 0 < alpha <= 1:
+            raise ConfigError(f"speed table alpha must be in (0, 1], not {alpha!r}")
+        self._alpha = alpha
+        self._prefill: dict[str, dict[int, float]] = {}
+        self._decode: dict[str, float] = {}
+        self._load: dict[str, float] = {}
+        self._seeds: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def bucket(n_tokens: int) -> int:
+        return bisect.bisect_right(PREFILL_BUCKETS, n_tokens)
+
+    def seed(self, server: str, status: ServerStatus) -> None:
+        with self._lock:
+            self._seeds[server] = (status.prefill_tps, status.decode_tps)
+
+    def record_prefill(self, server: str, tokens: int, seconds: float) -> None:
+        rate = _rate(tokens, seconds)
+        with self._lock:
+            buckets = self._prefill.setdefault(server, {})
+            key = self.bucket(tokens)
+            buckets[key] = self._ewma(buckets.get(key), rate)
+
+    def record_decode(self, server: str, tokens: int, seconds: float) -> None:
+        rate = _rate(tokens, seconds)
+        with self._lock:
+            self._decode[server] = self._ewma(self._decode.get(server), rate)
+
+    def record_load(self, server: str, nbytes: float, seconds: float) -> None:
+        rate = _rate(nbytes, seconds)
+        with self._lock:
+            self._load[server] = self._ewma(self._load.get(server), rate)
+
+    def prefill_tps(self, server: str, n_tokens: int, default: float | None = None
+                    ) -> float | None:
+        """The bucket of ``n_tokens``, else the nearest measured bucket (the longer one
+        on a tie), else the server's seed, else ``default``."""
+        want = self.bucket(n_tokens)
+        with self._lock:
+            buckets = self._prefill.get(server)
+            if buckets:
+                return buckets[min(buckets, key=lambda b: (abs(b - want), -b))]
+            seeded = self._seeds.get(server, (0.0, 0.0))[0]
+        return seeded if seeded > 0 else default
+
+    def decode_tps(self, server: str, default: float | None = None) -> float | None:
+        with self._lock:
+            measured = self._decode.get(server)
+            seeded = self._seeds.get(server, (0.0, 0.0))[1]
+        if measured is not None:
+            return measured
+        return seeded if seeded > 0 else default
+
+    def load_bps(self, server: str, default: float | None = None) -> float | None:
+        with self._lock:
+            return self._load.get(server, default)
+
+    def _ewma(self, old: float | None, new: float) -> float:
+        return new if old is None else (1 - self._alpha) * old + self._alpha * new
+
+
+def _rate(amount: float, seconds: float) -> float:
+    if not amount > 0 or not seconds > 0:
+        raise ValueError(f"a speed needs amount > 0 and seconds > 0, not {amount!r} "
+                         f"in {seconds!r} s")
+    return amount / seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RouteOption:
+    """One way to serve a request and its predicted seconds; ``parts`` are the named
+    terms (they add up to ``predicted_s``); ``guessed`` names the terms that came from
+    defaults rather than measurements; ``explore``: chosen to measure a link."""
+
+    method: RouteMethod
+    prefill: str | None
+    decode: str
+    predicted_s: float
+    parts: dict[str, float] = field(default_factory=dict)
+    guessed: tuple[str, ...] = ()
+    explore: bool = False
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"ship {self.prefill}->{self.decode}" if self.method == "ship" \
+            else f"{self.method} {self.decode}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A routing decision, the options it was chosen over, and (later) what it took."""
+
+    at: float
+    option: RouteOption
+    alternatives: tuple[RouteOption, ...]
+    actual_s: float | None = None
+
+
+class CostModel:
+    """Predicts every route for a request and picks the cheapest (see the module doc).
+
+    ``kv_bytes_per_token``: a number, or a function of the prefill server's name.
+    ``queue`` values are multiplied by ``queue_unit_s``: pass seconds (the default 1.0)
+    or queue depths with ``queue_unit_s`` set to a typical request's seconds.
+    """
+
+    def __init__(self, links: LinkTable, speeds: SpeedTable,
+                 kv_bytes_per_token: Callable[[str], float] | float, *,
+                 load_bps: float = DEFAULT_LOAD_BPS, queue_unit_s: float = 1.0,
+                 default_prefill_tps: float = DEFAULT_PREFILL_TPS,
+                 default_decode_tps: float = DEFAULT_DECODE_TPS,
+                 default_link_bps: float = DEFAULT_LINK_BPS,
+                 default_link_latency_s: float = DEFAULT_LINK_LATENCY_S,
+                 explore: bool = True, log_size: int = 500,
+                 clock: Callable[[], float] = time.time) -> None:
+        for name, value in (("load_bps", load_bps), ("queue_unit_s", queue_unit_s),
+                            ("default_prefill_tps", default_prefill_tps),
+                            ("default_decode_tps", default_decode_tps),
+                            ("default_link_bps", default_link_bps)):
+            if not value > 0:
+                raise ConfigError(f"cost model {name} must be > 0, not {value!r}")
+        self.links, self.speeds = links, speeds
+        self._kv = kv_bytes_per_token
+        self.load_bps, self.queue_unit_s = load_bps, queue_unit_s
+        self._defaults = (default_prefill_tps, default_decode_tps)
+        self._default_link = (default_link_bps, default_link_latency_s)
+        self.explore = explore
+        self._clock = clock
+        self._explored: set[tuple[str, str]] = set()
+        self._log: deque[Decision] = deque(maxlen=log_size)
+        self._lock = threading.Lock()
+
+    def kv_bytes(self, server: str, tokens: int) -> float:
+        per_token = self._kv(server) if callable(self._kv) else self._kv
+        return per_token * tokens
+
+    def options(self, prompt_tokens: int, max_tokens: int, pairs: Sequence[tuple[str, str]],
+                singles: Sequence[str] = (), cached: Mapping[str, int] | None = None,
+                queue: Mapping[str, float] | None = None) -> list[RouteOption]:
+        """Every route with its prediction, cheapest first."""
+        if prompt_tokens < 0 or max_tokens < 0:
+            raise ValueError("prompt_tokens and max_tokens must be >= 0")
+        cached, queue = cached or {}, queue or {}
+        opts = [self._ship(p, d, prompt_tokens, max_tokens, cached, queue) for p, d in pairs]
+        decoders = dict.fromkeys(d for _, d in pairs)
+        opts += [self._local("self", d, prompt_tokens, max_tokens, cached, queue)
+                 for d in decoders]
+        opts += [self._local("single", x, prompt_tokens, max_tokens, cached, queue)
+                 for x in dict.fromkeys(singles)]
+        return sorted(opts, key=lambda o: o.predicted_s)
+
+    def choose(self, prompt_tokens: int, max_tokens: int, pairs: Sequence[tuple[str, str]],
+               singles: Sequence[str] = (), cached: Mapping[str, int] | None = None,
+               queue: Mapping[str, float] | None = None) -> RouteOption:
+        """The cheapest route, except that a pair whose link was never measured is
+        shipped once when even a free link would make it the cheapest."""
+        opts = self.options(prompt_tokens, max_tokens, pairs, singles, cached, queue)
+        if not opts:
+            raise BackendUnavailable("no route: no server pair and no single server given")
+        best = picked = chosen = opts[0]
+        with self._lock:
+            for opt in opts if self.explore else ():
+                pair = (opt.prefill or "", opt.decode)
+                if opt.method != "ship" or "link" not in opt.guessed or pair in self._explored:
+                    continue
+                free_link = opt.predicted_s - opt.parts["link_latency"] - opt.parts["transfer"]
+                if opt is best or free_link < best.predicted_s:
+                    self._explored.add(pair)
+                    picked = opt
+                    chosen = replace(opt, explore=True, reason=(
+                        f"explore: link {pair[0]}->{pair[1]} never measured; "
+                        f"{free_link:.2f} s with a free link, best {best.predicted_s:.2f} s"))
+                    break
+            alternatives = tuple(o for o in opts if o is not picked)
+            self._log.append(Decision(self._clock(), chosen, alternatives))
+        log.debug("route %s predicted %.2f s (%s)", chosen.label, chosen.predicted_s,
+                  chosen.reason or "cheapest")
+        return chosen
+
+    def record_decision(self, option: RouteOption,
+                        alternatives: tuple[RouteOption, ...] = ()) -> None:
+        """Log a choice made by a fixed policy rather than ``choose`` (it still gets
+        its actual time through ``record_outcome``)."""
+        with self._lock:
+            self._log.append(Decision(self._clock(), option, alternatives))
+
+    def record_outcome(self, option: RouteOption, actual_s: float) -> Decision:
+        """Attach what ``option`` really took to its decision (or log a new one)."""
+        with self._lock:
+            for i in range(len(self._log) - 1, -1, -1):
+                decision = self._log[i]
+                if decision.option is option and decision.actual_s is None:
+                    self._log[i] = replace(decision, actual_s=actual_s)
+                    return self._log[i]
+            decision = Decision(self._clock(), option, (), actual_s)
+            self._log.append(decision)
+            return decision
+
+    def decisions(self, limit: int = 200) -> list[Decision]:
+        with self._lock:
+            items = list(self._log)
+        return items[-limit:] if limit > 0 else []
+
+    def _wait(self, queue: Mapping[str, float], server: str) -> float:
+        return max(0.0, queue.get(server, 0.0)) * self.queue_unit_s
+
+    def _prefill_s(self, server: str, s: int, cached: int, guessed: list[str]) -> float:
+        tps = self.speeds.prefill_tps(server, s)
+        if tps is None:
+            tps = self._defaults[0]
+            guessed.append(f"prefill_tps:{server}")
+        return max(s - cached, 1 if s else 0) / tps
+
+    def _decode_s(self, server: str, n: int, guessed: list[str]) -> float:
+        tps = self.speeds.decode_tps(server)
+        if tps is None:
+            tps = self._defaults[1]
+            guessed.append(f"decode_tps:{server}")
+        return n / tps
+
+    def _ship(self, p: str, d: str, s: int, n: int, cached: Mapping[str, int],
+              queue: Mapping[str, float]) -> RouteOption:
+        guessed: list[str] = []
+        nbytes = self.kv_bytes(p, s)
+        est = self.links.estimate(p, d)
+        bandwidth, t0 = ((est.bandwidth_bps, est.latency_s) if est is not None
+                         else self._default_link)
+        if est is None:
+            guessed.append("link")
+        wait_p = self._wait(queue, p)
+        prefill = self._prefill_s(p, s, cached.get(p, 0), guessed)
+        transfer = nbytes / bandwidth
+        ready = wait_p + prefill + t0 + transfer
+        parts = {"wait": wait_p, "prefill": prefill, "link_latency": t0, "transfer": transfer,
+                 "decode_wait": max(0.0, self._wait(queue, d) - ready),
+                 "load": nbytes / (self.speeds.load_bps(d) or self.load_bps),
+                 "decode": self._decode_s(d, n, guessed)}
+        return RouteOption("ship", p, d, sum(parts.values()), parts, tuple(guessed))
+
+    def _local(self, method: RouteMethod, x: str, s: int, n: int, cached: Mapping[str, int],
+               queue: Mapping[str, float]) -> RouteOption:
+        guessed: list[str] = []
+        parts = {"wait": self._wait(queue, x),
+                 "prefill": self._prefill_s(x, s, cached.get(x, 0), guessed),
+                 "decode": self._decode_s(x, n, guessed)}
+        return RouteOption(method, None, x, sum(parts.values()), parts, tuple(guessed))
+
+
+def regret(decisions: Sequence[Decision], best_actual: Sequence[float]) -> float:
+    """Total seconds of the chosen routes over the total of the best route in hindsight
+    (1.0: every choice was the best; 1.3: 30 % slower than an oracle)."""
+    if len(decisions) != len(best_actual) or not decisions:
+        raise ValueError("regret needs one best-in-hindsight time per decision")
+    chosen = [d.actual_s for d in decisions]
+    if any(a is None for a in chosen):
+        raise ValueError("every decision needs its actual_s (record_outcome) first")
+    best = sum(best_actual)
+    if not best > 0:
+        raise ValueError("best-in-hindsight times must add up to > 0")
+    return sum(a for a in chosen if a is not None) / best
+
+
+def prediction_error(decisions: Sequence[Decision]) -> float | None:
+    """Median of |actual / predicted - 1| over decisions with an outcome."""
+    errors = [abs(d.actual_s / d.option.predicted_s - 1) for d in decisions
+              if d.actual_s is not None and d.option.predicted_s > 0]
+    return statistics.median(errors) if errors else None
