@@ -1,0 +1,11 @@
+"""Our prefill/decode server: ``python -m inference.server`` (docs/server-protocol.md).
+
+``ServerEngine`` runs the embedded llama.cpp engine behind N slots and keeps prefilled
+KV for decode servers to pull; ``create_app`` puts the protocol's HTTP routes over it.
+"""
+
+from .app import create_app
+from .engine import ServerEngine
+from .options import SERVER_ROLES, SERVER_VERSION, ServerOptions
+
+__all__ = ["SERVER_ROLES", "SERVER_VERSION", "ServerEngine", "ServerOptions", "create_app"]

@@ -1,0 +1,76 @@
+"""The server's settings as one validated value object, with the defaults of the
+command line (docs/server-protocol.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..kvwire import DEFAULT_CHUNK_BYTES
+from ..models import BUILTIN_MODELS, DEFAULT_MODEL, ModelSpec
+
+SERVER_ROLES = ("prefill", "decode", "both")
+SERVER_VERSION = "1"
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    model: str = DEFAULT_MODEL  # a built-in model name or a path to a GGUF file
+    role: str = "both"
+    slots: int = 1
+    queue: int = 8
+    n_ctx: int | None = None  # None: the model's
+    threads: int | None = None  # None: every core
+    flash_attn: bool = False
+    lease_seconds: float = 30.0
+    kv_store_mb: int = 1024
+    max_kv_mb: int = 512
+    prefix_cache_mb: int = 256
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    n_batch: int = 256
+    kv_host: str = "127.0.0.1"  # where the KV data port listens (the HTTP host)
+    kv_port: int = 0  # the KV data port: 0 any free port, -1 none (KV over HTTP only)
+    pull_connect_timeout: float = 5.0
+    pull_read_timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.role not in SERVER_ROLES:
+            raise ConfigError(f"role {self.role!r} is not one of {', '.join(SERVER_ROLES)}")
+        for name, low in (("slots", 1), ("queue", 0), ("kv_store_mb", 1), ("max_kv_mb", 1),
+                          ("prefix_cache_mb", 0), ("chunk_bytes", 1), ("n_batch", 1)):
+            if getattr(self, name) < low:
+                raise ConfigError(f"{name} must be >= {low}, got {getattr(self, name)}")
+        if self.n_ctx is not None and self.n_ctx < 16:
+            raise ConfigError(f"n_ctx must be >= 16, got {self.n_ctx}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"threads must be >= 1, got {self.threads}")
+        if not self.lease_seconds > 0:
+            raise ConfigError("lease_seconds must be > 0")
+
+    @property
+    def can_prefill(self) -> bool:
+        return self.role in ("prefill", "both")
+
+    @property
+    def can_decode(self) -> bool:
+        return self.role in ("decode", "both")
+
+    @property
+    def kv_store_bytes(self) -> int:
+        return self.kv_store_mb * MiB
+
+    @property
+    def max_kv_bytes(self) -> int:
+        return self.max_kv_mb * MiB
+
+    def model_spec(self) -> ModelSpec:
+        """The built-in model of that name, or a spec for a GGUF path."""
+        if self.model in BUILTIN_MODELS:
+            return BUILTIN_MODELS[self.model]
+        path = Path(self.model).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--model {self.model!r} is neither a built-in model "
+                              f"({', '.join(sorted(BUILTIN_MODELS))}) nor a file")
+        return ModelSpec(name=path.stem, path=str(path))

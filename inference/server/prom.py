@@ -1,0 +1,95 @@
+"""The server's Prometheus metrics, in a registry of its own (never the global one).
+
+Names follow llama-server where they mean the same (``llamacpp:*``); ours are
+``grader_*``. See docs/server-protocol.md (GET /metrics).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge
+from prometheus_client.exposition import generate_latest
+
+from ..types import RequestMetrics
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.prompt_tokens = Counter("llamacpp:prompt_tokens", "Prompt tokens evaluated",
+                                     registry=r)
+        self.prompt_seconds = Counter("llamacpp:prompt_seconds",
+                                      "Seconds spent evaluating prompts", registry=r)
+        self.tokens_predicted = Counter("llamacpp:tokens_predicted", "Tokens generated",
+                                        registry=r)
+        self.tokens_predicted_seconds = Counter("llamacpp:tokens_predicted_seconds",
+                                                "Seconds spent generating", registry=r)
+        self.requests_processing = Gauge("llamacpp:requests_processing",
+                                         "Requests holding a slot", registry=r)
+        self.requests_deferred = Gauge("llamacpp:requests_deferred",
+                                       "Requests waiting for a slot", registry=r)
+        self.requests = Counter("grader_requests", "HTTP requests by endpoint and status",
+                                ["endpoint", "status"], registry=r)
+        self.rejected = Counter("grader_requests_rejected", "Requests refused, by reason",
+                                ["reason"], registry=r)
+        self.kv_bytes_sent = Counter("grader_kv_bytes_sent", "KV state bytes streamed out",
+                                     registry=r)
+        self.kv_bytes_received = Counter("grader_kv_bytes_received",
+                                         "KV state bytes pulled in", registry=r)
+        self.kv_transfer_seconds = Counter("grader_kv_transfer_seconds",
+                                           "Seconds spent in KV handshakes and pulls",
+                                           registry=r)
+        self.kv_errors = Counter("grader_kv_errors", "KV transfers refused, by error type",
+                                 ["type"], registry=r)
+        self.kv_handles = Gauge("grader_kv_handles", "KV handles waiting to be pulled",
+                                registry=r)
+        self.kv_store_bytes = Gauge("grader_kv_store_bytes",
+                                    "Bytes of KV waiting to be pulled", registry=r)
+        self.kv_leases_expired = Counter("grader_kv_leases_expired",
+                                         "KV handles freed because nobody pulled them",
+                                         registry=r)
+        self._lock = threading.Lock()
+        self._prefill = [0, 0.0]  # tokens, seconds
+        self._decode = [0, 0.0]
+
+    def bind(self, *, busy: Callable[[], float], waiting: Callable[[], float],
+             handles: Callable[[], float], store_bytes: Callable[[], float]) -> None:
+        """Gauges read live from the engine at scrape time."""
+        self.requests_processing.set_function(busy)
+        self.requests_deferred.set_function(waiting)
+        self.kv_handles.set_function(handles)
+        self.kv_store_bytes.set_function(store_bytes)
+
+    def record(self, m: RequestMetrics) -> None:
+        """Count what llama.cpp measured for one request (either phase may be zero)."""
+        if m.prefill_tokens:
+            self.prompt_tokens.inc(m.prefill_tokens)
+            self.prompt_seconds.inc(m.prefill_seconds)
+        if m.decode_tokens:
+            self.tokens_predicted.inc(m.decode_tokens)
+            self.tokens_predicted_seconds.inc(m.decode_seconds)
+        with self._lock:
+            self._prefill[0] += m.prefill_tokens
+            self._prefill[1] += m.prefill_seconds
+            self._decode[0] += m.decode_evals
+            self._decode[1] += m.decode_seconds
+
+    @property
+    def prefill_tps(self) -> float:
+        with self._lock:
+            n, s = self._prefill
+        return n / s if s > 0 else 0.0
+
+    @property
+    def decode_tps(self) -> float:
+        with self._lock:
+            n, s = self._decode
+        return n / s if s > 0 else 0.0
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
