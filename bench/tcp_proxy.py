@@ -1,4 +1,4 @@
-"""A TCP proxy for tests that makes a link slow, cut or dead on purpose.
+"""A TCP proxy that makes a link slow, cut or dead on purpose (benchmarks and tests).
 
     with ThrottlingProxy("127.0.0.1", server_port, rate_bytes_per_s=2e6) as proxy:
         httpx.get(proxy.url + "/health")      # through a 2 MB/s link

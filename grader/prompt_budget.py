@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from inference import DisaggregatedClient, GenerationRequest
+from inference import DisaggregatedClient, GenerationRequest, InferenceError
 
 from .errors import PromptBudgetError
 
@@ -45,6 +45,7 @@ MESSAGE_TOKENS = 8  # a chat message's role markers, when the template is unknow
 SAFETY_TOKENS = 16  # head room even when counting with the real tokenizer
 ESTIMATE_MARGIN = 0.05  # of the context, on top, when the tokens are estimated
 SEPARATOR_TOKENS = 2  # the blank line between two pieces of the student's part
+UNKNOWN_CONTEXT = 2048  # a remote model of unknown context, until its servers say
 MIN_PIECE_TOKENS = 48  # a cell is cut to no less than this; below, it is left out
 
 
@@ -93,12 +94,22 @@ def estimated_counter(n_ctx: int, label: str = "") -> TokenCounter:
     return TokenCounter(n_ctx, False, estimate_tokens, request, label)
 
 
+def _model_context(client: DisaggregatedClient, model: str) -> int:
+    """The context of a model we have a table for; a remote model we know nothing
+    of gets the smallest context any current model has."""
+    try:
+        return client.config.model(model).n_ctx
+    except InferenceError:
+        return UNKNOWN_CONTEXT
+
+
 def route_counter(client: DisaggregatedClient, role: str) -> TokenCounter:
     """The counter for ``role``'s route: its context (route, else model default) and
     its backend's tokenizer when the backend has one (``prompt_tokens``)."""
     route = client.route(role)
-    n_ctx = route.n_ctx or client.config.model(route.model).n_ctx
-    prompt_tokens = getattr(client.backend(role), "prompt_tokens", None)
+    backend = client.backend(role)
+    n_ctx = backend.context_length() or route.n_ctx or _model_context(client, route.model)
+    prompt_tokens = getattr(backend, "prompt_tokens", None)
     if not callable(prompt_tokens):
         log.info("route %s: no tokenizer at hand, prompt tokens are estimated", route.name)
         return estimated_counter(n_ctx, route.name)

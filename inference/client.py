@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from .backends import Backend, TokenCallback, backend_names, create_backend
+from .cluster.cluster import Cluster
 from .config import EngineConfig, RouteConfig, load_config
 from .errors import (
     BackendError,
-    BackendUnavailable,
     ConfigError,
     InferenceError,
-    KVTransferError,
+    StreamInterrupted,
     UnknownRoleError,
 )
 from .grammar import check_schema
@@ -52,6 +52,12 @@ class DisaggregatedClient:
             self.config.history_db, self.config.history_size)
         self._backends: dict[str, Backend] = {}
         self._lock = threading.Lock()
+        self._cluster: Cluster | None = None
+
+    @property
+    def cluster(self) -> Cluster | None:
+        """The remote servers (health, routing), once a remote route has been used."""
+        return self._cluster
 
     # -- routing ----------------------------------------------------------------
     @property
@@ -69,12 +75,39 @@ class DisaggregatedClient:
         with self._lock:
             backend = self._backends.get(role)
             if backend is None:
-                backend = self._backends[role] = create_backend(route, self.config, self.budget)
+                cluster = None
+                if route.remote:
+                    if self._cluster is None:
+                        self._cluster = Cluster(self.config)
+                    cluster = self._cluster
+                backend = self._backends[role] = create_backend(route, self.config, self.budget,
+                                                                cluster)
             return backend
 
     # -- requests ---------------------------------------------------------------
-    def generate(self, request: GenerationRequest,
-                 on_token: TokenCallback | None = None) -> GenerationResult:
+    def generate(self, request: GenerationRequest, on_token: TokenCallback | None = None,
+                 restartable: bool = False) -> GenerationResult:
+        """Serve one request. ``restartable``: the caller accepts that a reply whose
+        server died mid-stream starts again on another server (its ``on_token`` then
+        sees a line saying so, and the text again from the start); without it that
+        request fails with StreamInterrupted."""
+        try:
+            return self._generate(request, on_token)
+        except StreamInterrupted as exc:
+            if not restartable:
+                raise
+            log.warning("role %s: %s; restarting the reply on another path", request.role, exc)
+            if on_token is not None:
+                on_token("\n[the server failed mid-reply; restarting on another server]\n")
+            result = self._generate(request, on_token)
+            m = result.metrics
+            m.attempts += 1
+            m.failover = "; ".join(x for x in (f"restarted after a cut stream: {exc}",
+                                               m.failover) if x)
+            return result
+
+    def _generate(self, request: GenerationRequest,
+                  on_token: TokenCallback | None = None) -> GenerationResult:
         route = self.route(request.role)
         if not request.request_id:
             request = dataclasses.replace(request, request_id=uuid.uuid4().hex[:12])
@@ -100,19 +133,7 @@ class DisaggregatedClient:
 
     def _serve(self, route: RouteConfig, backend: Backend, request: GenerationRequest,
                on_token: TokenCallback | None) -> GenerationResult:
-        if route.mode == "single":
-            return backend.generate(request, on_token)
-        try:
-            handle = backend.prefill(request)
-            return backend.decode(handle, on_token)
-        except (KVTransferError, BackendUnavailable) as exc:
-            if not route.fallback:
-                raise
-            log.warning("role %s: disaggregated path failed (%s); one worker does both",
-                        request.role, exc)
-            result = backend.generate(request, on_token)
-            result.metrics.method = "fallback"
-            return result
+        return backend.serve(request, on_token)
 
     def _record_failure(self, route: RouteConfig, request: GenerationRequest,
                         exc: BaseException, started: float) -> None:
@@ -130,7 +151,8 @@ class DisaggregatedClient:
 
     def generate_many(self, requests: Sequence[GenerationRequest],
                       on_token: IndexedTokenCallback | None = None,
-                      return_exceptions: bool = False) -> list[GenerationResult | InferenceError]:
+                      return_exceptions: bool = False,
+                      restartable: bool = False) -> list[GenerationResult | InferenceError]:
         """Run the requests in parallel threads; results in the order given.
 
         With ``return_exceptions`` a failed request yields its InferenceError in
@@ -143,7 +165,7 @@ class DisaggregatedClient:
 
         def run(i: int, r: GenerationRequest) -> GenerationResult:
             cb = (lambda s: on_token(i, s)) if on_token is not None else None
-            return self.generate(r, cb)
+            return self.generate(r, cb, restartable)
 
         with ThreadPoolExecutor(max_workers=len(requests),
                                 thread_name_prefix="generate") as pool:
@@ -189,10 +211,19 @@ class DisaggregatedClient:
             self.backend(role).warm()
 
     def health(self) -> list[WorkerHealth]:
+        """Every worker and server once; a server that serves several roles lists them
+        all in ``role`` ("code, feedback")."""
         out: list[WorkerHealth] = []
+        seen: dict[str, int] = {}
         for role in self.roles:
             try:
-                out.extend(self.backend(role).health())
+                for h in self.backend(role).health():
+                    if h.name in seen and self.route(role).remote:
+                        i = seen[h.name]
+                        out[i] = dataclasses.replace(out[i], role=f"{out[i].role}, {h.role}")
+                        continue
+                    seen[h.name] = len(out)
+                    out.append(h)
             except InferenceError as exc:
                 route = self.route(role)
                 out.append(WorkerHealth(name=f"{role}", role=role, route=route.name,
@@ -205,6 +236,9 @@ class DisaggregatedClient:
             for backend in self._backends.values():
                 backend.close()
             self._backends.clear()
+            if self._cluster is not None:
+                self._cluster.close()
+                self._cluster = None
         self.history.close()
 
     def __enter__(self) -> DisaggregatedClient:

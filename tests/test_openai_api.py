@@ -25,6 +25,7 @@ from inference.errors import (
     ContextOverflowError,
     InvalidRequestError,
 )
+from inference.server.launch import free_port
 from inference.types import GenerationRequest
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
@@ -34,12 +35,6 @@ SCHEMA = {"type": "object",
           "required": ["score"]}
 DEFAULT = Timeouts()
 FAST = Timeouts(connect=1.0, first_token=1.0, token_gap=1.0, probe=1.0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

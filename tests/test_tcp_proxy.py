@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tcp_proxy import ThrottlingProxy
+from bench.tcp_proxy import ThrottlingProxy
 
 BIG = 512 * 1024
 

@@ -128,7 +128,8 @@ class LLMLayers:
 
         results = self.client.generate_many([p.request for p in plans] + extra,
                                              tokens if on_token is not None else None,
-                                             return_exceptions=True) if plans else []
+                                             return_exceptions=True,
+                                             restartable=True) if plans else []
         wall = time.perf_counter() - t0
         for name in dict.fromkeys(p.layer for p in plans):
             mine = [(i, p) for i, p in enumerate(plans) if p.layer == name]
@@ -193,7 +194,7 @@ class LLMLayers:
 
     def _can_judge(self, role: str) -> bool:
         try:
-            return self.client.config.model(self.client.route(role).model).can_judge
+            return self.client.config.can_judge(role)
         except InferenceError:
             return False
 

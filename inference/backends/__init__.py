@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from ..config import EngineConfig, RouteConfig
 from ..errors import ConfigError
 from ..threads import ThreadBudget
 from .base import Backend, TokenCallback
 
-BackendFactory = Callable[[RouteConfig, EngineConfig, ThreadBudget], Backend]
+# A factory takes (route, config, budget); a remote backend's also takes the client's
+# Cluster (the servers, their health and the routing tables, shared by all routes).
+BackendFactory = Callable[..., Backend]
 
 _REGISTRY: dict[str, str | BackendFactory] = {
     "embedded": "inference.backends.embedded:EmbeddedBackend",
+    "kvserver": "inference.backends.remote:KVServerBackend",
+    "openai": "inference.backends.remote:OpenAIBackend",
+    "ollama": "inference.backends.remote:OllamaBackend",
 }
 
 
@@ -26,7 +32,8 @@ def backend_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def create_backend(route: RouteConfig, config: EngineConfig, budget: ThreadBudget) -> Backend:
+def create_backend(route: RouteConfig, config: EngineConfig, budget: ThreadBudget,
+                   cluster: Any = None) -> Backend:
     try:
         factory = _REGISTRY[route.backend]
     except KeyError:
@@ -37,6 +44,8 @@ def create_backend(route: RouteConfig, config: EngineConfig, budget: ThreadBudge
     if isinstance(factory, str):
         module_name, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), attr)
+    if route.remote:
+        return factory(route, config, budget, cluster)
     return factory(route, config, budget)
 
 

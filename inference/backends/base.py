@@ -9,12 +9,16 @@ method raises an ``InferenceError`` subclass, never a library's own exception.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from ..config import EngineConfig, RouteConfig
+from ..errors import BackendUnavailable, KVTransferError
 from ..threads import ThreadBudget
 from ..types import GenerationRequest, GenerationResult, KVHandle, WorkerHealth
+
+log = logging.getLogger(__name__)
 
 TokenCallback = Callable[[str], None]
 
@@ -39,6 +43,31 @@ class Backend(ABC):
     def generate(self, request: GenerationRequest,
                  on_token: TokenCallback | None = None) -> GenerationResult:
         """Prefill and decode on one worker, with no handoff."""
+
+    def serve(self, request: GenerationRequest,
+              on_token: TokenCallback | None = None) -> GenerationResult:
+        """Serve one request the way the route says: prefill, hand the KV over, decode;
+        or one worker for both (``mode = "single"``, or ``fallback`` after a failed
+        handoff, recorded as method "fallback"). Remote backends override this to
+        choose servers and fail over between them."""
+        if self.route.mode == "single":
+            return self.generate(request, on_token)
+        try:
+            handle = self.prefill(request)
+            return self.decode(handle, on_token)
+        except (KVTransferError, BackendUnavailable) as exc:
+            if not self.route.fallback:
+                raise
+            log.warning("role %s: disaggregated path failed (%s); one worker does both",
+                        request.role, exc)
+            result = self.generate(request, on_token)
+            result.metrics.method = "fallback"
+            result.metrics.failover = f"handoff failed ({type(exc).__name__}: {exc})"
+            return result
+
+    def context_length(self) -> int | None:
+        """The context size a prompt must fit, where the backend knows it."""
+        return None
 
     @abstractmethod
     def health(self) -> list[WorkerHealth]:

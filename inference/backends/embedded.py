@@ -118,6 +118,9 @@ class EmbeddedBackend(Backend):
             out.append(h)
         return out
 
+    def context_length(self) -> int | None:
+        return self.n_ctx
+
     # -- the request path -----------------------------------------------------
     def prompt_tokens(self, request: GenerationRequest) -> list[int]:
         model = self.model()

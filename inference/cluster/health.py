@@ -215,6 +215,7 @@ class HealthMonitor:
         self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._probed_at: float | None = None  # when probe_all last finished
 
     @property
     def names(self) -> list[str]:
@@ -243,9 +244,12 @@ class HealthMonitor:
         """One round, in parallel; returns when every probe answered (or ``timeout``).
         A server whose previous probe is still in flight is not probed again."""
         wait(self._submit_round(), timeout)
+        self._probed_at = time.monotonic()
         return self.snapshots()
 
     def _run(self) -> None:
+        if self._probed_at is not None:  # a synchronous round has just run: wait
+            self._stop.wait(max(0.0, self._probed_at + self.interval - time.monotonic()))
         while not self._stop.is_set():
             self._submit_round()
             self._stop.wait(self.interval)

@@ -1,0 +1,292 @@
+"""A pool of servers as one ``Backend``: choose, call, fail over safely.
+
+A request is served by a list of *options* in order of preference (the router's
+predicted time for a kvserver pair; least outstanding requests with prefix
+affinity otherwise). An option that fails is reported to the health monitor and
+the next one that avoids the failed server is tried, but only while the caller
+has received no token: after the first token a retry could show a different
+reply, so the error goes to the caller. When every server has failed, the
+embedded engine serves the request (``embedded_fallback``), and the request's
+metrics say which servers failed and what served instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..backends.base import Backend, TokenCallback
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    InvalidRequestError,
+    KVTransferError,
+    StreamInterrupted,
+)
+from ..types import GenerationRequest, GenerationResult, KVHandle, WorkerHealth
+
+if TYPE_CHECKING:
+    from ..config import EngineConfig, RouteConfig
+    from ..threads import ThreadBudget
+    from .cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+AFFINITY_CHARS = 2048  # the start of a prompt that names its shared prefix
+MAX_ATTEMPTS = 8  # options tried for one request before the embedded engine
+
+
+class EmitGuard:
+    """Passes tokens to the caller and remembers what went out."""
+
+    def __init__(self, on_token: TokenCallback | None) -> None:
+        self._on_token = on_token
+        self._parts: list[str] = []
+
+    @property
+    def emitted(self) -> bool:
+        return bool(self._parts)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def __call__(self, text: str) -> None:
+        if text:
+            self._parts.append(text)
+        if self._on_token is not None:
+            self._on_token(text)
+
+
+@dataclass(slots=True)
+class Option:
+    """One way to serve a request. ``servers``: every server it uses."""
+
+    label: str
+    servers: tuple[str, ...]
+    run: Callable[[GenerationRequest, EmitGuard], GenerationResult]
+    method: str = "single"
+    choice: str = ""
+    predicted_s: float = 0.0
+    pair: tuple[str, str] | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class ServerFailure(BackendError):
+    """An option failed; ``servers`` are the ones to blame (empty: the pair itself)."""
+
+    def __init__(self, servers: tuple[str, ...], cause: BackendError) -> None:
+        self.servers = servers
+        self.cause = cause
+        super().__init__(str(cause))
+
+
+def affinity_key(request: GenerationRequest) -> str:
+    """Requests of one assignment share instructions, rubric and solution at the start."""
+    head = "\x00".join(m.content for m in request.messages)[:AFFINITY_CHARS]
+    return hashlib.sha1(head.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def decisive(exc: BaseException) -> bool:
+    """A refused connection: the server is gone, not slow."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        name = type(cause).__name__
+        if name in ("ConnectError", "ConnectionRefusedError", "ConnectionError"):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+class PooledBackend(Backend):
+    """Subclasses list the options for a request (``options``)."""
+
+    def __init__(self, route: RouteConfig, config: EngineConfig, budget: ThreadBudget,
+                 cluster: Cluster) -> None:
+        super().__init__(route, config, budget)
+        self.cluster = cluster
+        self.names = list(route.servers)
+        self._embedded: Backend | None = None
+        self._embedded_lock = threading.Lock()
+        self._chars_per_token = 3.5  # learned from the servers' token counts
+        cluster.start()
+
+    # -- what subclasses provide ------------------------------------------------
+    def options(self, request: GenerationRequest) -> list[Option]:
+        raise NotImplementedError
+
+    # -- the Backend interface --------------------------------------------------
+    def serve(self, request: GenerationRequest,
+              on_token: TokenCallback | None = None) -> GenerationResult:
+        guard = EmitGuard(on_token)
+        failed: set[str] = set()
+        bad_pairs: set[tuple[str, str]] = set()
+        failures: list[str] = []
+        tried = 0
+        t0 = time.perf_counter()
+        # Plan again after every failure: a failed attempt may have taken seconds, and
+        # the prober may have seen servers go down or come back meanwhile.
+        for _ in range(MAX_ATTEMPTS):
+            opt = next((o for o in self.options(request)
+                        if not failed.intersection(o.servers)
+                        and not (o.pair and o.pair in bad_pairs)), None)
+            if opt is None:
+                break
+            tried += 1
+            try:
+                result = self._attempt(opt, request, guard)
+            except ServerFailure as exc:
+                if guard.emitted:
+                    raise StreamInterrupted(
+                        f"role {request.role}: {opt.label} failed after "
+                        f"{len(guard.text)} characters of the reply had streamed ({exc}); "
+                        "not retried here, since the caller has seen part of a reply",
+                        guard.text) from exc
+                failures.append(f"{opt.label}: {type(exc.cause).__name__}: {exc.cause}")
+                failed.update(exc.servers)
+                if opt.pair is not None and not exc.servers:
+                    bad_pairs.add(opt.pair)
+                continue
+            self._annotate(result, opt, failures, tried, t0)
+            self._learn_chars(request, result.metrics.prompt_tokens)
+            return result
+        return self._last_resort(request, guard, failures, tried, t0)
+
+    def run_option(self, opt: Option, request: GenerationRequest) -> GenerationResult:
+        """Serve ``request`` by ``opt`` alone, with no failover: how benchmarks and
+        tests measure each way a request could have gone."""
+        return self._attempt(opt, request, EmitGuard(None))
+
+    def _attempt(self, opt: Option, request: GenerationRequest,
+                 guard: EmitGuard) -> GenerationResult:
+        monitor = self.cluster.monitor
+        t0 = time.perf_counter()
+        try:
+            result = opt.run(request, guard)
+        except InvalidRequestError:
+            raise  # the request's own fault: no server is to blame, nothing to retry
+        except ServerFailure as exc:  # the option named the server to blame itself
+            for name in exc.servers:
+                monitor.report_failure(name, f"{type(exc.cause).__name__}: {exc.cause}",
+                                       decisive=decisive(exc.cause))
+            raise
+        except KVTransferError as exc:
+            # The pair failed (bad bytes, refused handshake, lease lost): the servers
+            # may be fine on their own.
+            log.warning("role %s: %s: KV handoff failed: %s", request.role, opt.label, exc)
+            for name in opt.servers:
+                self.cluster.monitor.record_event(name, "kv_error", f"{opt.label}: {exc}")
+            raise ServerFailure((), exc) from exc
+        except BackendError as exc:
+            blame = opt.servers[-1:] if len(opt.servers) > 1 else opt.servers
+            for name in blame:
+                monitor.report_failure(name, f"{type(exc).__name__}: {exc}",
+                                       decisive=decisive(exc))
+            raise ServerFailure(blame, exc) from exc
+        for name in opt.servers:
+            monitor.report_success(name, time.perf_counter() - t0)
+        return result
+
+    def _annotate(self, result: GenerationResult, opt: Option, failures: list[str],
+                  tried: int, t0: float) -> None:
+        m = result.metrics
+        m.route = self.route.name
+        m.role = self.route.role
+        m.attempts = tried
+        m.route_choice = opt.choice
+        m.predicted_seconds = opt.predicted_s
+        m.total_seconds = time.perf_counter() - t0
+        reason = str(opt.extra.get("fallback_reason") or "")
+        if reason and opt.method != "disaggregated":
+            failures = [reason, *failures]  # a disaggregated route without a pair
+        inner = list(opt.extra.get("inner_failures") or ())  # type: ignore[call-overload]
+        if inner:  # servers the option itself replaced (a decode server, same KV)
+            failures = [*failures, *inner]
+            opt = dataclasses.replace(opt, label=f"pair {m.prefill_worker} -> "
+                                      f"{m.decode_worker}")
+        if failures:
+            m.method = "fallback"
+            m.failover = "; ".join(failures) + f" -> served by {opt.label}"
+            for name in opt.servers:
+                self.cluster.monitor.record_event(name, "failover", m.failover)
+            log.warning("role %s: failed over: %s", self.route.role, m.failover)
+        else:
+            m.method = opt.method  # type: ignore[assignment]
+        route_option = opt.extra.get("route_option")
+        if route_option is not None:  # the router learns how good its guess was
+            self.cluster.cost.record_outcome(route_option, m.total_seconds)
+
+    def _learn_chars(self, request: GenerationRequest, prompt_tokens: int) -> None:
+        """Characters per token of this route's model, from the servers' own counts."""
+        chars = sum(len(m.content) for m in request.messages)
+        if prompt_tokens > 0 and chars > 0:
+            self._chars_per_token = 0.8 * self._chars_per_token + 0.2 * chars / prompt_tokens
+
+    def _last_resort(self, request: GenerationRequest, guard: EmitGuard, failures: list[str],
+                     tried: int, t0: float) -> GenerationResult:
+        if not failures:
+            failures = [f"no server of {', '.join(self.names)} is up"]
+        summary = "; ".join(failures)
+        if not self.route.embedded_fallback:
+            raise BackendUnavailable(f"role {request.role}: no server could serve the request "
+                                     f"({summary})")
+        log.warning("role %s: every server failed (%s); the embedded engine serves it",
+                    request.role, summary)
+        result = self.embedded().generate(request, guard)
+        m = result.metrics
+        m.method = "fallback"
+        m.attempts = tried + 1
+        m.failover = f"{summary} -> served by the embedded engine"
+        for name in self.names:
+            self.cluster.monitor.record_event(name, "failover", m.failover)
+        m.total_seconds = time.perf_counter() - t0
+        return result
+
+    def embedded(self) -> Backend:
+        """The in-process engine for ``route.model``, built on first need."""
+        from ..backends.embedded import EmbeddedBackend
+
+        with self._embedded_lock:
+            if self._embedded is None:
+                route = dataclasses.replace(self.route, backend="embedded", servers=(),
+                                            mode="single")
+                self._embedded = EmbeddedBackend(route, self.config, self.budget)
+            return self._embedded
+
+    def estimate_tokens(self, request: GenerationRequest) -> int:
+        chars = sum(len(m.content) for m in request.messages)
+        return max(1, int(chars / self._chars_per_token))
+
+    def generate(self, request: GenerationRequest,
+                 on_token: TokenCallback | None = None) -> GenerationResult:
+        return self.serve(request, on_token)
+
+    def prefill(self, request: GenerationRequest) -> KVHandle:
+        raise BackendError(f"role {self.route.role}: a {self.route.backend} route hands KV "
+                           "between servers inside serve(); it has no local KV to return")
+
+    def decode(self, handle: KVHandle, on_token: TokenCallback | None = None) -> GenerationResult:
+        raise BackendError(f"role {self.route.role}: a {self.route.backend} route decodes "
+                           "on its servers inside serve()")
+
+    def health(self) -> list[WorkerHealth]:
+        cards = self.cluster.cards(self.names, self.route.role, self.route.name)
+        if self._embedded is not None:
+            cards.extend(self._embedded.health())
+        return cards
+
+    def context_length(self) -> int | None:
+        sizes = [s.status.n_ctx for s in self.cluster.usable(self.names)
+                 if s.status is not None and s.status.n_ctx]
+        return self.route.n_ctx or (min(sizes) if sizes else None)
+
+    def close(self) -> None:
+        if self._embedded is not None:
+            self._embedded.close()
+
