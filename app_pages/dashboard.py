@@ -1,7 +1,8 @@
-"""Dashboard: the engine's workers, its measured speeds and latencies, the request history
-and the LLM layers' parallel efficiency per graded notebook, refreshed live (pausable);
-a test prompt through the disaggregated path. The numbers: ``inference.dashboard`` and
-``grader.llm_stats``."""
+"""Dashboard: the engine's workers and remote servers (with their timeline, KV links and
+route decisions), its measured speeds and latencies, the request history and the LLM
+layers' parallel efficiency per graded notebook, refreshed live (pausable); a test prompt
+through the disaggregated path. The numbers: ``inference.dashboard``,
+``inference.dashboard_servers`` and ``grader.llm_stats``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from app_pages.shared import anonymous, get_client, get_store, sidebar
 from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
 from inference import dashboard as dash
+from inference import dashboard_servers as machines
+from inference.types import WorkerHealth
 from inference.views import metrics_rows
 
 sidebar()
@@ -54,11 +57,13 @@ with st.expander("Send a test prompt"):
                              width="stretch")
 
 
-def workers_section() -> None:
+def workers_section(health: list[WorkerHealth]) -> None:
+    cards = dash.worker_cards(h for h in health if not machines.is_server(h))
+    if not cards:
+        return
     st.subheader("Workers")
     st.caption("Last latency: the worker's last request. Queue: requests "
                "waiting for it. Requests and errors: since the app started.")
-    cards = dash.worker_cards(client.health())
     for i in range(0, len(cards), 4):
         for col, card in zip(st.columns(4), cards[i:i + 4], strict=False):
             with col.container(border=True):
@@ -73,20 +78,89 @@ def workers_section() -> None:
                 m3.metric("Errors", card.errors)
 
 
+def servers_section() -> None:
+    cards = machines.server_cards(client)
+    if not cards:
+        return
+    st.subheader("Servers")
+    st.caption("Probe: the last health check's round trip. Slots: requests the server "
+               "computes now, of how many at once; queue: waiting there. Speeds: as "
+               "measured on this client's requests, else as the server reports them.")
+    for i in range(0, len(cards), 3):
+        for col, card in zip(st.columns(3), cards[i:i + 3], strict=False):
+            with col.container(border=True):
+                st.markdown(f"**{machines.plain(card.name)}** :{card.color}-badge[{card.state}] "
+                            f":{card.circuit_color}-badge[{card.circuit_words}]")
+                st.caption(machines.plain(
+                    f"{card.kind} server for {card.roles or 'no role yet'} · {card.protocol} "
+                    f"at {card.address} · {card.state} since {card.since or '-'} · "
+                    f"model {card.model_line}"
+                    + (f" · {card.outstanding} of this app's requests there now"
+                       if card.outstanding else "")))
+                m1, m2, m3 = st.columns(3)
+                m1.metric("Probe", card.probe_latency)
+                m2.metric("Slots busy", card.slots)
+                m3.metric("Queue", card.queue)
+                st.metric("Prefill / decode", card.speeds)
+                if card.degraded_reason:
+                    st.warning(machines.plain(card.degraded_reason))
+                if card.error_line:
+                    st.caption(machines.plain(f"Last error: {card.error_line}"))
+
+
+def timeline_section() -> None:
+    cluster = client.cluster
+    if cluster is None:
+        return
+    st.subheader("Timeline")
+    rows = machines.timeline_rows(cluster.monitor.events())
+    if not rows:
+        st.info("Nothing has happened to the servers yet.")
+        return
+    st.caption("Newest first: servers going down and up, circuits opening and closing, "
+               "failovers (what failed and what served instead) and canary results.")
+    st.dataframe(machines.table(rows), hide_index=True, width="stretch")
+
+
+def routing_section() -> None:
+    cluster = client.cluster
+    if cluster is None:
+        return
+    links = machines.link_rows(cluster)
+    decisions = cluster.cost.decisions()
+    if not links and not decisions:
+        return
+    st.subheader("KV links and route decisions")
+    if links:
+        st.caption("Per prefill -> decode pair: the bandwidth and latency measured on real "
+                   "KV transfers.")
+        st.dataframe(machines.table(links), hide_index=True, width="stretch")
+    st.caption(machines.decision_summary(decisions))
+    if decisions:
+        st.dataframe(machines.table(machines.decision_rows(decisions)), hide_index=True,
+                     width="stretch")
+        if any(d.actual_s is not None for d in decisions):
+            st.plotly_chart(machines.decision_figure(decisions), key="dash_decisions")
+
+
 def requests_section() -> None:
     history = client.history
     roles, routes = dash.filter_choices(history, client.roles)
+    servers = dash.server_choices(history, client.cluster.endpoints if client.cluster else ())
     if history.count() == 0:
         st.info("No requests yet: grade a notebook with the LLM layers, or send a test prompt "
                 "above. Every request the engine serves is recorded here.")
         return
-    f1, f2, f3, f4, f5 = st.columns([1.2, 1, 1.6, 1, 1.6])
+    f1, f2, f3, f4, f5, f6 = st.columns([1.2, 1, 1.6, 1, 1.2, 1.6])
     window = f1.selectbox("Time window", list(dash.WINDOWS), index=1, key="dash_window")
     role_choice = f2.selectbox("Role", roles, key="dash_role")
     route = f3.selectbox("Route", routes, key="dash_route")
     status = f4.selectbox("Status", list(dash.STATUSES), key="dash_status")
-    text = f5.text_input("Request id or error contains", key="dash_text")
-    view = dash.build_view(history, dash.make_filter(window, role_choice, route, status, text))
+    server = f5.selectbox("Server", servers, key="dash_server",
+                          help="Requests prefilled or decoded on this server or worker.")
+    text = f6.text_input("Request id or error contains", key="dash_text")
+    view = dash.build_view(history, dash.make_filter(window, role_choice, route, status, text,
+                                                     server=server))
     st.subheader("Speed and latency")
     if not view.matched:
         st.info("No request matches these filters.")
@@ -119,7 +193,11 @@ def notebooks_section() -> None:
 @st.fragment(run_every=dash.run_every(live, seconds))
 def live_view() -> None:
     st.caption(dash.status_line(live, seconds))
-    workers_section()
+    health = client.health()
+    workers_section(health)
+    servers_section()
+    timeline_section()
+    routing_section()
     requests_section()
     notebooks_section()
 

@@ -1,6 +1,7 @@
-"""What the dashboard shows, computed without Streamlit: worker cards, per-role latency
+"""What the dashboard shows, computed without Streamlit: per-role latency
 percentiles, throughput and latency over time, the filtered request history, and the
-Plotly figures of them.
+Plotly figures of them. The machines (worker and server cards, the servers' timeline,
+links and routing decisions) are ``dashboard_servers``'; their names are re-exported.
 
 Every number comes from ``RequestMetrics`` the engine measured and the history
 recorded; nothing is estimated. Filtering runs as SQL (``MetricsHistory``); time
@@ -26,9 +27,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from .dashboard_servers import STATE_COLORS, WorkerCard, worker_cards
 from .errors import InvalidRequestError
 from .metrics import HistoryEntry, HistoryFilter, MetricsHistory, Sample, Status, percentile
-from .types import GenerationRequest, GenerationResult, WorkerHealth
+from .types import GenerationRequest, GenerationResult
 from .views import history_rows
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "make_filter",
     "prompt_request",
     "run_every",
+    "server_choices",
     "status_line",
     "summarize_roles",
     "summary_rows",
@@ -64,7 +67,6 @@ WINDOWS: dict[str, float | None] = {
 }
 STATUSES: dict[str, Status | None] = {ANY: None, "OK": "ok", "Error": "error"}
 REFRESH_SECONDS = (2, 5, 10, 30, 60)
-STATE_COLORS = {"up": "green", "degraded": "orange", "down": "red", "loading": "gray"}
 MAX_POINTS = 200
 TABLE_LIMIT = 200
 _PALETTE = qualitative.Plotly
@@ -79,8 +81,9 @@ def run_every(live: bool, seconds: float) -> float | None:
 
 
 def make_filter(window: str, role: str = ANY, route: str = ANY, status: str = ANY,
-                text: str = "", now: float | None = None) -> HistoryFilter:
-    """The filter the page's widgets describe (``ANY`` filters nothing)."""
+                text: str = "", now: float | None = None, *, server: str = ANY) -> HistoryFilter:
+    """The filter the page's widgets describe (``ANY`` filters nothing); ``server``
+    matches the prefill or the decode worker."""
     if window not in WINDOWS:
         raise ValueError(f"window {window!r} is not one of {', '.join(WINDOWS)}")
     if status not in STATUSES:
@@ -89,7 +92,8 @@ def make_filter(window: str, role: str = ANY, route: str = ANY, status: str = AN
     now = time.time() if now is None else now
     return HistoryFilter(role=None if role == ANY else role,
                          route=None if route == ANY else route, status=STATUSES[status],
-                         since=None if span is None else now - span, text=text.strip())
+                         since=None if span is None else now - span, text=text.strip(),
+                         server=None if server == ANY else server)
 
 
 def filter_choices(history: MetricsHistory, roles: Iterable[str] = ()) -> tuple[
@@ -100,38 +104,18 @@ def filter_choices(history: MetricsHistory, roles: Iterable[str] = ()) -> tuple[
             [ANY, *history.distinct("route")])
 
 
+def server_choices(history: MetricsHistory, servers: Iterable[str] = ()) -> list[str]:
+    """The server filter's choices: ``ANY``, the configured ``servers`` and every
+    prefill and decode worker the history holds."""
+    return [ANY, *sorted(set(servers) | set(history.distinct("prefill_worker"))
+                         | set(history.distinct("decode_worker")))]
+
+
 def status_line(live: bool, seconds: float, now: float | None = None) -> str:
     clock = datetime.fromtimestamp(time.time() if now is None else now).strftime("%H:%M:%S")
     if live:
         return f"Live: refreshes every {seconds:g} s (last at {clock})."
     return f"Paused: as of {clock}. Switch Live on to refresh."
-
-
-# -- worker cards ---------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class WorkerCard:
-    name: str
-    role: str
-    route: str
-    kind: str
-    state: str
-    color: str  # of the state's badge
-    model: str
-    last_latency: str  # "0.412 s", or "-" before the first request
-    queue: int
-    busy: bool
-    requests: int
-    errors: int
-    detail: str
-
-
-def worker_cards(health: Iterable[WorkerHealth]) -> list[WorkerCard]:
-    return [WorkerCard(
-        name=h.name, role=h.role, route=h.route, kind=h.kind, state=h.state,
-        color=STATE_COLORS.get(h.state, "gray"), model=h.model,
-        last_latency="-" if h.last_latency_s is None else f"{h.last_latency_s:.3f} s",
-        queue=h.queue, busy=h.busy, requests=h.requests, errors=h.errors, detail=h.detail,
-    ) for h in health]
 
 
 # -- percentiles per role ---------------------------------------------------------
@@ -272,9 +256,12 @@ def _clock(at: float) -> str:
 
 
 def table_rows(entries: Iterable[HistoryEntry]) -> list[dict[str, Any]]:
-    """Rows of the history table, in the order given, with time and status first."""
+    """Rows of the history table, in the order given, with time and status first, then
+    (when some request failed over) what failed and what served instead."""
     entries = list(entries)
-    return [{"time": _clock(e.at), "status": "ok" if e.metrics.ok else "error", **row}
+    failover = any(e.metrics.failover for e in entries)
+    return [{"time": _clock(e.at), "status": "ok" if e.metrics.ok else "error",
+             **({"failover": e.metrics.failover} if failover else {}), **row}
             for e, row in zip(entries, history_rows(e.metrics for e in entries), strict=True)]
 
 

@@ -50,7 +50,8 @@ def _at(m: RequestMetrics, recorded: float) -> float:
 class HistoryFilter:
     """Which requests to read. ``None`` or ``""`` means "any"; times are epoch seconds
     compared with ``at`` (``since`` inclusive, ``until`` exclusive); ``text`` is looked
-    for, case-insensitively, in the request id and the error message."""
+    for, case-insensitively, in the request id and the error message; ``server`` is the
+    prefill or the decode worker (a remote server's name, or an embedded worker's)."""
 
     role: str | None = None
     route: str | None = None
@@ -58,6 +59,7 @@ class HistoryFilter:
     since: float | None = None
     until: float | None = None
     text: str = ""
+    server: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in (None, "ok", "error"):
@@ -71,6 +73,9 @@ class HistoryFilter:
             if value:
                 where.append(f"{column} = ?")
                 args.append(value)
+        if self.server:
+            where.append("(prefill_worker = ? OR decode_worker = ?)")
+            args += [self.server, self.server]
         if self.status is not None:
             where.append("coalesce(error, '') " + ("= ''" if self.status == "ok" else "!= ''"))
         if self.since is not None:
@@ -89,6 +94,7 @@ class HistoryFilter:
         text = self.text.strip().lower()
         return ((not self.role or m.role == self.role)
                 and (not self.route or m.route == self.route)
+                and (not self.server or self.server in (m.prefill_worker, m.decode_worker))
                 and (self.status is None or m.ok == (self.status == "ok"))
                 and (self.since is None or at >= self.since)
                 and (self.until is None or at < self.until)
