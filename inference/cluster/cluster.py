@@ -16,9 +16,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..types import WorkerHealth
+from .breaker import BreakerSettings
 from .endpoint import Endpoint, Timeouts, Transport
-from .health import BreakerSettings, HealthMonitor, ServerState
-from .routing import CostModel, LinkTable, Selector, SpeedTable
+from .health import HealthMonitor, ServerState
+from .measure import LinkTable, SpeedTable
+from .routing import CostModel, Selector
 
 if TYPE_CHECKING:
     from ..config import EngineConfig

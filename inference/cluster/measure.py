@@ -1,0 +1,162 @@
+"""What the router measures: each server pair's link (bandwidth and fixed latency,
+fitted to real transfers) and each server's prefill speed by prompt length, decode
+speed and KV load rate."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .endpoint import ServerStatus
+
+PREFILL_BUCKETS = (256, 512, 1024, 2048, 4096, 8192)  # prompt-length bucket bounds
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEstimate:
+    """``bandwidth_bps`` in bytes per second; ``latency_s`` the fixed cost t0 of one
+    transfer; ``fitted``: t0 was separated from bandwidth (samples of >= 2 sizes)."""
+
+    bandwidth_bps: float
+    latency_s: float
+    samples: int
+    updated_at: float
+    fitted: bool = False
+
+
+class LinkTable:
+    """Per (source, destination): the recent transfers and a weighted least-squares
+    fit of ``seconds = t0 + nbytes / bandwidth`` (newer samples weigh more, so the
+    estimate follows a link that changes, like an EWMA). Thread-safe."""
+
+    def __init__(self, window: int = 16, decay: float = 0.8, min_spread: float = 1.5,
+                 clock: Callable[[], float] = time.time) -> None:
+        if window < 1 or not 0 < decay <= 1 or min_spread < 1:
+            raise ConfigError("link table: window >= 1, 0 < decay <= 1, min_spread >= 1")
+        self._window, self._decay, self._min_spread = window, decay, min_spread
+        self._clock = clock
+        self._samples: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, src: str, dst: str, nbytes: float, seconds: float) -> None:
+        if not nbytes > 0 or not seconds > 0:
+            raise ValueError(f"a transfer needs nbytes > 0 and seconds > 0, "
+                             f"not {nbytes!r} bytes in {seconds!r} s")
+        with self._lock:
+            samples = self._samples.setdefault((src, dst), deque(maxlen=self._window))
+            samples.append((float(nbytes), float(seconds), self._clock()))
+
+    def estimate(self, src: str, dst: str) -> LinkEstimate | None:
+        with self._lock:
+            samples = list(self._samples.get((src, dst), ()))
+        if not samples:
+            return None
+        bandwidth, latency, fitted = _fit_link(samples, self._decay, self._min_spread)
+        return LinkEstimate(bandwidth, latency, len(samples), samples[-1][2], fitted)
+
+    def estimates(self) -> dict[tuple[str, str], LinkEstimate]:
+        with self._lock:
+            pairs = list(self._samples)
+        return {pair: est for pair in pairs if (est := self.estimate(*pair)) is not None}
+
+
+def _fit_link(samples: Sequence[tuple[float, float, float]], decay: float,
+              min_spread: float) -> tuple[float, float, bool]:
+    n = len(samples)
+    weights = [decay ** (n - 1 - i) for i in range(n)]
+    xs = [s[0] for s in samples]
+    ys = [s[1] for s in samples]
+    total = sum(weights)
+    mx = sum(w * x for w, x in zip(weights, xs, strict=True)) / total
+    my = sum(w * y for w, y in zip(weights, ys, strict=True)) / total
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(weights, xs, strict=True))
+    if max(xs) >= min_spread * min(xs) and sxx > 0:
+        sxy = sum(w * (x - mx) * (y - my) for w, x, y in zip(weights, xs, ys, strict=True))
+        slope = sxy / sxx
+        latency = my - slope * mx
+        if slope > 0 and latency >= 0:
+            return 1.0 / slope, latency, True
+    # one size only (or a noisy fit): a line through the origin, t0 folded into it
+    sxy0 = sum(w * x * y for w, x, y in zip(weights, xs, ys, strict=True))
+    sxx0 = sum(w * x * x for w, x in zip(weights, xs, strict=True))
+    return sxx0 / sxy0, 0.0, False
+
+
+class SpeedTable:
+    """Measured engine speeds per server: prefill tok/s per prompt-length bucket
+    (prefill slows with length), decode tok/s, and KV load bytes/s; EWMAs. A server's
+    own ``ServerStatus`` speeds seed it until something is measured. Thread-safe."""
+
+    def __init__(self, alpha: float = 0.3) -> None:
+        if not 0 < alpha <= 1:
+            raise ConfigError(f"speed table alpha must be in (0, 1], not {alpha!r}")
+        self._alpha = alpha
+        self._prefill: dict[str, dict[int, float]] = {}
+        self._decode: dict[str, float] = {}
+        self._load: dict[str, float] = {}
+        self._seeds: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def bucket(n_tokens: int) -> int:
+        return bisect.bisect_right(PREFILL_BUCKETS, n_tokens)
+
+    def seed(self, server: str, status: ServerStatus) -> None:
+        with self._lock:
+            self._seeds[server] = (status.prefill_tps, status.decode_tps)
+
+    def record_prefill(self, server: str, tokens: int, seconds: float) -> None:
+        rate = _rate(tokens, seconds)
+        with self._lock:
+            buckets = self._prefill.setdefault(server, {})
+            key = self.bucket(tokens)
+            buckets[key] = self._ewma(buckets.get(key), rate)
+
+    def record_decode(self, server: str, tokens: int, seconds: float) -> None:
+        rate = _rate(tokens, seconds)
+        with self._lock:
+            self._decode[server] = self._ewma(self._decode.get(server), rate)
+
+    def record_load(self, server: str, nbytes: float, seconds: float) -> None:
+        rate = _rate(nbytes, seconds)
+        with self._lock:
+            self._load[server] = self._ewma(self._load.get(server), rate)
+
+    def prefill_tps(self, server: str, n_tokens: int, default: float | None = None
+                    ) -> float | None:
+        """The bucket of ``n_tokens``, else the nearest measured bucket (the longer one
+        on a tie), else the server's seed, else ``default``."""
+        want = self.bucket(n_tokens)
+        with self._lock:
+            buckets = self._prefill.get(server)
+            if buckets:
+                return buckets[min(buckets, key=lambda b: (abs(b - want), -b))]
+            seeded = self._seeds.get(server, (0.0, 0.0))[0]
+        return seeded if seeded > 0 else default
+
+    def decode_tps(self, server: str, default: float | None = None) -> float | None:
+        with self._lock:
+            measured = self._decode.get(server)
+            seeded = self._seeds.get(server, (0.0, 0.0))[1]
+        if measured is not None:
+            return measured
+        return seeded if seeded > 0 else default
+
+    def load_bps(self, server: str, default: float | None = None) -> float | None:
+        with self._lock:
+            return self._load.get(server, default)
+
+    def _ewma(self, old: float | None, new: float) -> float:
+        return new if old is None else (1 - self._alpha) * old + self._alpha * new
+
+
+def _rate(amount: float, seconds: float) -> float:
+    if not amount > 0 or not seconds > 0:
+        raise ValueError(f"a speed needs amount > 0 and seconds > 0, not {amount!r} "
+                         f"in {seconds!r} s")
+    return amount / seconds
