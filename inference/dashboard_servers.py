@@ -64,6 +64,7 @@ EVENT_WORDS: dict[str, tuple[str, str]] = {
     "circuit_closed": ("circuit closed: serving again", "good"),
     "failover": ("failover: served instead of a failed server", "warn"),
     "canary_ok": ("canary agreed", "good"),
+    "canary_skipped": ("canary not compared: a server did not answer", "warn"),
     "canary_fail": ("canary diverged: KV not shipped to it", "bad"),
     "kv_error": ("KV handoff failed", "bad"),
 }

@@ -110,7 +110,9 @@ class Canary:
     def _apply(self, r: CanaryResult) -> None:
         cl = self.cluster
         self.results[(r.prefill, r.decode)] = r
-        if r.ok:
+        if r.ok and not r.compared:  # a server did not answer: the prober's business
+            cl.monitor.record_event(r.decode, "canary_skipped", r.detail)
+        elif r.ok:
             cl.bad_pairs.pop((r.prefill, r.decode), None)
             if not any(d == r.decode for (_p, d) in cl.bad_pairs):
                 cl.monitor.clear_degraded(r.decode)
