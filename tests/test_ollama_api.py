@@ -4,6 +4,7 @@ processes (Ollama's HTTP API over real llama.cpp)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import socket
 import subprocess
@@ -232,3 +233,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# -- through the client ---------------------------------------------------------------------
+
+def test_ollama_routes_single_and_the_old_context_pair(servers: tuple[str, str],
+                                                        tmp_path) -> None:
+    from inference import DisaggregatedClient
+    from inference.config import parse_config
+
+    one, two = servers
+    config = parse_config({
+        "engine": {"threads": 2, "history_db": str(tmp_path / "h.db")},
+        "servers": {"one": {"url": one, "protocol": "ollama", "model": "smollm2",
+                            "role": "prefill"},
+                    "two": {"url": two, "protocol": "ollama", "model": "smollm2",
+                            "role": "decode"}},
+        "roles": {"code": {"backend": "ollama", "servers": ["one", "two"], "mode": "single",
+                           "embedded_fallback": False},
+                  "feedback": {"backend": "ollama", "servers": ["one", "two"],
+                               "mode": "disaggregated", "embedded_fallback": False}},
+        "health": {"canary_interval": 0}})
+    with DisaggregatedClient(config) as client:
+        single = client.generate(ask())
+        pair = client.generate(dataclasses.replace(ask(), role="feedback"))
+    assert single.text
+    assert single.metrics.method == "single"
+    assert pair.text
+    assert pair.metrics.method == "context"
+    assert pair.metrics.kv_bytes == 0  # token ids travelled, not KV
+    # The decode server evaluated the whole prompt again.
+    assert pair.metrics.prefill_tokens >= pair.metrics.prompt_tokens > 0
+    assert (pair.metrics.prefill_worker, pair.metrics.decode_worker) == ("one", "two")

@@ -346,3 +346,50 @@ def test_retry_after_reads_seconds_and_dates() -> None:
     assert retry_after("soon") is None
     later = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 60))
     assert 50 < (retry_after(later) or 0) <= 60
+
+
+# -- through the client: pools, failover, and our own server's endpoint ----------------------
+
+def test_an_openai_route_fails_over_from_a_dead_server_to_llama_cpp_server(
+        llama_server: str, tmp_path: Path) -> None:
+    from inference import DisaggregatedClient
+    from inference.config import parse_config
+
+    config = parse_config({
+        "engine": {"threads": 2, "history_db": str(tmp_path / "h.db")},
+        "servers": {"dead": {"url": f"http://127.0.0.1:{free_port()}", "protocol": "openai"},
+                    "llama": {"url": llama_server, "protocol": "openai",
+                              "options": {"response_format": "json_object"}}},
+        "roles": {"code": {"backend": "openai", "servers": ["dead", "llama"],
+                           "embedded_fallback": False}},
+        "health": {"canary_interval": 0}})
+    with DisaggregatedClient(config) as client:
+        plain = client.generate(ask())
+        scored = client.generate(ask("Rate this answer from 0 to 10: 'x = 2'.",
+                                     json_schema=SCHEMA, max_tokens=24))
+        cards = {h.name: h.state for h in client.health()}
+    assert plain.text
+    assert (plain.metrics.prefill_worker, plain.metrics.method) == ("llama", "single")
+    assert 0 <= scored.parsed["score"] <= 10
+    assert cards == {"dead": "down", "llama": "up"}
+
+
+def test_the_openai_transport_speaks_to_our_own_server() -> None:
+    from tests.server_procs import start_server
+
+    with start_server(role="both") as ours:
+        t = transport(ours.url)
+        try:
+            pieces: list[str] = []
+            res = t.generate(ask(), pieces.append)
+            scored = t.generate(ask("Rate this answer from 0 to 10: 'x = 2'.",
+                                    json_schema=SCHEMA, max_tokens=24))
+            probe = t.probe()
+        finally:
+            t.close()
+    assert res.text
+    assert "".join(pieces) == res.text
+    assert res.metrics.prompt_tokens > 0  # from the usage chunk
+    assert res.metrics.prefill_seconds > 0  # from the server's timings
+    assert 0 <= scored.parsed["score"] <= 10
+    assert probe.ok

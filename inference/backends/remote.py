@@ -61,9 +61,7 @@ class _SinglePool(PooledBackend):
                 result = transport.generate(req, guard)
             m = result.metrics
             m.prefill_worker = m.decode_worker = name  # the server, not its slot
-            self.cluster.speeds.record_prefill(name, m.prefill_tokens, m.prefill_seconds)
-            self.cluster.speeds.record_decode(name, m.decode_evals or m.decode_tokens,
-                                              m.decode_seconds)
+            _record_speeds(self.cluster, name, name, m)
             return result
 
         return Option(label=f"server {name}", servers=(name,), run=run, method=method,
@@ -219,7 +217,7 @@ class KVServerBackend(_SinglePool):
             cl.record_kv(p, pre.kv_bytes, pre.n_tokens)
             pm = pre.metrics
             self._remember(p, key, pm.prompt_tokens, pm.cached_tokens)
-            cl.speeds.record_prefill(p, pm.prefill_tokens, pm.prefill_seconds)
+            _record_speeds(cl, p, None, pm)
             # The prompt's KV waits on p under its lease: a decode server that cannot be
             # reached is replaced by another one that pulls the same KV, no re-prefill.
             for dd in [d, *self._spare_decoders(p, d)]:
@@ -275,6 +273,17 @@ class KVServerBackend(_SinglePool):
         m.kv_bytes = m.kv_bytes or pre.kv_bytes
         m.ttft_seconds += pre.wall_seconds
         m.started_at = pm.started_at or m.started_at
-        if m.kv_transfer_seconds > 0:
+        if m.kv_transfer_seconds > 0 and m.kv_bytes > 0:
             cl.links.record(p, d, m.kv_bytes, m.kv_transfer_seconds)
-        cl.speeds.record_decode(d, m.decode_evals or m.decode_tokens, m.decode_seconds)
+        _record_speeds(cl, None, d, m)
+
+
+def _record_speeds(cluster: Any, prefill: str | None, decode: str | None,
+                   m: Any) -> None:
+    """Feed the router's speed table with what a server measured (servers that report
+    no token counts, like llama-cpp-python's without usage, teach it nothing)."""
+    if prefill and m.prefill_tokens > 0 and m.prefill_seconds > 0:
+        cluster.speeds.record_prefill(prefill, m.prefill_tokens, m.prefill_seconds)
+    decoded = m.decode_evals or m.decode_tokens
+    if decode and decoded > 0 and m.decode_seconds > 0:
+        cluster.speeds.record_decode(decode, decoded, m.decode_seconds)

@@ -129,6 +129,7 @@ class Probe:
     status: ServerStatus | None = None
     loading: bool = False
     error: str = ""
+    refused: bool = False  # the connection was refused: the server is gone, not slow
 
 
 class Transport(ABC):

@@ -6,7 +6,8 @@ canary marked it, or its breaker is half-open and lets one trial at a time);
 ``loading`` (answers, model not ready); ``down`` (breaker open after failed probes or
 requests or one decisive failure such as a refused connection; or never probed).
 
-A successful probe of a down server moves its breaker to half-open; a real request
+A probe whose connection is refused opens the breaker at once, as a refused request
+does. A successful probe of a down server moves its breaker to half-open; a real request
 that succeeds, or the next successful probe, closes it. Without probes an open breaker
 lets one trial through after ``reset_seconds``. Probe timeouts are the transport's
 business. Servers start ``down`` ("not probed yet"): call ``probe_all()`` at start-up.
@@ -221,7 +222,7 @@ class HealthMonitor:
             else:
                 if entry.base == "loading":
                     entry.base = "down"
-                entry.breaker.record_failure()
+                entry.breaker.record_failure(decisive=probe.refused)
                 entry.last_error = probe.error or "probe failed"
                 entry.last_error_at = probe.at
                 detail = (f"probe failed ({entry.breaker.consecutive_failures} in a row): "

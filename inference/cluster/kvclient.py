@@ -139,7 +139,8 @@ class KVServerTransport(Transport):
             return Probe(ok=True, latency_s=latency, status=status)
         except (httpx.HTTPError, BackendError, ValueError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
-                         error=f"{type(exc).__name__}: {exc}")
+                         error=f"{type(exc).__name__}: {exc}",
+                         refused=isinstance(exc, httpx.ConnectError))
 
     def status(self, timeout: httpx.Timeout | None = None) -> ServerStatus:
         resp = self._http.get("/status", timeout=timeout or self.timeouts.probe)

@@ -152,7 +152,8 @@ class OllamaTransport(Transport):
                          status=ServerStatus(model=self.endpoint.model, version=version))
         except (httpx.HTTPError, BackendError, ValueError, AttributeError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
-                         error=f"{type(exc).__name__}: {exc}")
+                         error=f"{type(exc).__name__}: {exc}",
+                         refused=isinstance(exc, httpx.ConnectError))
 
     # -- generation ---------------------------------------------------------------
     def options(self, request: GenerationRequest, num_predict: int | None) -> dict[str, Any]:

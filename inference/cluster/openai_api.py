@@ -211,7 +211,8 @@ class OpenAITransport(Transport):
                          error=f"/v1/models answered HTTP {resp.status_code}")
         except (httpx.HTTPError, ValueError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
-                         error=f"{type(exc).__name__}: {exc}")
+                         error=f"{type(exc).__name__}: {exc}",
+                         refused=isinstance(exc, httpx.ConnectError))
 
     def _served_model(self, payload: Any) -> str:
         data = payload.get("data") if isinstance(payload, dict) else None
