@@ -56,7 +56,13 @@ class _Prefill:
 
 
 class EmbeddedBackend(Backend):
-    def __init__(self, route: RouteConfig, config: EngineConfig, budget: ThreadBudget) -> None:
+    def __init__(self, route: RouteConfig, config: EngineConfig, budget: ThreadBudget, *,
+                 prefix_cache: PrefixCache | None = None, one_context: bool = False,
+                 worker_name: str | None = None) -> None:
+        """``prefix_cache``: share one cache between backends (a server's slots) instead
+        of the route's own; ``one_context``: prefill and decode on the same context (a
+        server slot, where the KV arrives from another machine); ``worker_name``: how
+        health and metrics name that worker."""
         super().__init__(route, config, budget)
         self.spec = config.model(route.model)
         self.n_ctx = route.n_ctx or self.spec.n_ctx
@@ -69,14 +75,15 @@ class EmbeddedBackend(Backend):
         self.temperature = (route.temperature if route.temperature is not None
                             else float(defaults.get("temperature", 0.0)))
         cache_bytes = int(route.prefix_cache_mb) * 1024 * 1024
-        self.prefix_cache = (PrefixCache(cache_bytes, min_tokens=self.n_batch)
-                             if cache_bytes > 0 else None)
+        self.prefix_cache = prefix_cache if prefix_cache is not None else (
+            PrefixCache(cache_bytes, min_tokens=self.n_batch) if cache_bytes > 0 else None)
         self._model: LoadedModel | None = None
         self._model_lock = threading.Lock()
         self._load_error = ""
         self.prefill_worker: Worker[Context] = Worker(
-            f"{route.role}/prefill", "prefill", route.role, route.name, self._new_context)
-        self.decode_worker: Worker[Context] = Worker(
+            worker_name or f"{route.role}/prefill", "prefill", route.role, route.name,
+            self._new_context)
+        self.decode_worker: Worker[Context] = self.prefill_worker if one_context else Worker(
             f"{route.role}/decode", "decode", route.role, route.name, self._new_context)
 
     # -- set-up ---------------------------------------------------------------

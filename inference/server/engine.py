@@ -125,11 +125,9 @@ class ServerEngine:
                                      "n_batch": self.options.n_batch})
         config = EngineConfig(routes={"server": route}, models={self.spec.name: self.spec},
                               threads=self.options.threads)
-        backend = EmbeddedBackend(route, config, self.budget)
-        backend.prefix_cache = self.prefix_cache  # one cache for every slot
-        backend.decode_worker = backend.prefill_worker  # one context per slot
-        backend.prefill_worker.name = f"{self.options.role}/slot{index}"
-        return backend
+        # One prefix cache for every slot, one context per slot.
+        return EmbeddedBackend(route, config, self.budget, prefix_cache=self.prefix_cache,
+                               one_context=True, worker_name=f"{self.options.role}/slot{index}")
 
     def close(self) -> None:
         if self.data is not None:
