@@ -93,11 +93,10 @@ def test_generate_streams_the_same_text_as_a_plain_request(llama_server: str) ->
     assert (m.method, m.prefill_worker, m.decode_worker, m.request_id) == (
         "single", "srv", "srv", "r1")
     assert m.model == "smollm2"  # llama_cpp.server names the model as asked
-    # No usage in its stream: output tokens are its content chunks, one per token.
-    assert 1 <= m.decode_tokens <= 16
-    assert m.decode_evals == m.decode_tokens - 1
+    # No usage in its stream: the token counts are unknown (0), never guessed from
+    # chunks, so no decode speed is claimed; the times are this side's measurements.
+    assert (m.prompt_tokens, m.decode_tokens, m.decode_evals, m.decode_tps) == (0, 0, 0, 0.0)
     assert 0 < m.ttft_seconds == m.prefill_seconds < m.total_seconds
-    assert m.decode_seconds == pytest.approx(m.total_seconds - m.ttft_seconds)
     assert m.finish_reason == res.finish_reason in ("stop", "length")
     assert m.started_at <= m.finished_at
 

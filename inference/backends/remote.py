@@ -34,20 +34,16 @@ from ..errors import BackendError, BackendUnavailable, KVIncompatibleError, KVTr
 from ..types import GenerationRequest, GenerationResult
 
 
-class _SelectorOrder:
-    """Servers in the order the selector would pick them, one after another."""
-
-    @staticmethod
-    def order(backend: PooledBackend, names: Sequence[str], key: str) -> list[str]:
-        states = backend.cluster.usable(names)
-        out: list[str] = []
-        first = True
-        while states:
-            pick = backend.cluster.selector.choose(states, key if first else None)
-            first = False
-            out.append(pick.endpoint.name)
-            states = [s for s in states if s.endpoint.name != pick.endpoint.name]
-        return out
+def _by_load(backend: PooledBackend, names: Sequence[str], key: str) -> list[str]:
+    """The usable servers in the order the selector would pick them, one after another
+    (the first with prefix affinity for ``key``)."""
+    states = backend.cluster.usable(names)
+    out: list[str] = []
+    while states:
+        pick = backend.cluster.selector.choose(states, None if out else key)
+        out.append(pick.endpoint.name)
+        states = [s for s in states if s.endpoint.name != pick.endpoint.name]
+    return out
 
 
 class _SinglePool(PooledBackend):
@@ -69,7 +65,7 @@ class _SinglePool(PooledBackend):
 
     def options(self, request: GenerationRequest) -> list[Option]:
         key = affinity_key(request)
-        return [self._single(n) for n in _SelectorOrder.order(self, self.names, key)]
+        return [self._single(n) for n in _by_load(self, self.names, key)]
 
 
 class OpenAIBackend(_SinglePool):
@@ -149,7 +145,7 @@ class KVServerBackend(_SinglePool):
         for ro in [first, *ranked]:
             opt = self._from_route_option(ro, key)
             if all(o.servers != opt.servers for o in out):
-                opt.extra["fallback_reason"] = why
+                opt.fallback_reason = why
                 out.append(opt)
         return out
 
@@ -196,7 +192,7 @@ class KVServerBackend(_SinglePool):
             opt.run = run
         opt.choice = ro.method
         opt.predicted_s = ro.predicted_s
-        opt.extra["route_option"] = ro
+        opt.route_option = ro
         return opt
 
     def _ship(self, p: str, d: str, key: str) -> Option:
@@ -242,10 +238,8 @@ class KVServerBackend(_SinglePool):
             raise ServerFailure((), BackendUnavailable("no decode server could take the KV: "
                                                        + "; ".join(notes)))
 
-        opt = Option(label=f"pair {p} -> {d}", servers=(p, d), run=run,
-                     method="disaggregated", choice="ship", pair=(p, d))
-        opt.extra["inner_failures"] = notes
-        return opt
+        return Option(label=f"pair {p} -> {d}", servers=(p, d), run=run,
+                      method="disaggregated", choice="ship", pair=(p, d), inner_failures=notes)
 
     def _spare_decoders(self, p: str, d: str) -> list[str]:
         usable = [s for s in self.cluster.usable(self.names)

@@ -68,17 +68,13 @@ class Canary:
             self._stop.wait(self.interval)
 
     def pairs(self) -> list[tuple[str, str]]:
+        """Every usable pair of our servers whose models match, the ones an earlier
+        canary found diverging included (so that they can recover)."""
         cl = self.cluster
-        ours = [s for s in cl.usable(cl.endpoints) if s.endpoint.protocol == "kvserver"]
-        return [(p.endpoint.name, d.endpoint.name) for p in ours for d in ours
-                if p.endpoint.name != d.endpoint.name and p.endpoint.can_prefill
-                and d.endpoint.can_decode
-                and cl.compatible(p.endpoint.name, d.endpoint.name) in (None, self._why(
-                    p.endpoint.name, d.endpoint.name))]
-
-    def _why(self, p: str, d: str) -> str | None:
-        result = self.results.get((p, d))
-        return result.detail if result is not None and not result.ok else None
+        ours = [s.endpoint for s in cl.usable(cl.endpoints) if s.endpoint.protocol == "kvserver"]
+        return [(p.name, d.name) for p in ours for d in ours
+                if p.name != d.name and p.can_prefill and d.can_decode
+                and cl.identity_mismatch(p.name, d.name) is None]
 
     def run_once(self) -> list[CanaryResult]:
         out = [self.check(p, d) for p, d in self.pairs()]

@@ -99,9 +99,10 @@ class Cluster:
 
     def compatible(self, prefill: str, decode: str) -> str | None:
         """Why KV must not move from ``prefill`` to ``decode``, or None."""
-        bad = self.bad_pairs.get((prefill, decode))
-        if bad:
-            return bad
+        return self.bad_pairs.get((prefill, decode)) or self.identity_mismatch(prefill, decode)
+
+    def identity_mismatch(self, prefill: str, decode: str) -> str | None:
+        """Why the two servers' models cannot exchange KV, as their probes report them."""
         a, b = self.state(prefill).status, self.state(decode).status
         if a is None or b is None or not a.identity_hash or not b.identity_hash:
             return None  # unknown until probed: the server's handshake decides

@@ -45,9 +45,6 @@ from .endpoint import (
 
 log = logging.getLogger(__name__)
 
-_METRIC_FIELDS = set(RequestMetrics.__dataclass_fields__)
-
-
 @dataclass(frozen=True, slots=True)
 class RemotePrefill:
     """A prompt's KV held by a prefill server under ``handle`` until it is pulled."""
@@ -65,9 +62,7 @@ class RemotePrefill:
 
 
 def metrics_from(data: Any) -> RequestMetrics:
-    if not isinstance(data, dict):
-        return RequestMetrics()
-    return RequestMetrics.from_dict({k: v for k, v in data.items() if k in _METRIC_FIELDS})
+    return RequestMetrics.from_dict(data) if isinstance(data, dict) else RequestMetrics()
 
 
 def _error(resp: httpx.Response, server: str) -> Exception:

@@ -54,8 +54,9 @@ from .endpoint import (
     Timeouts,
     TokenCallback,
     Transport,
+    abort_stream,
 )
-from .openai_api import abort_stream, status_error
+from .openai_api import status_error
 
 log = logging.getLogger(__name__)
 

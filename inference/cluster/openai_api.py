@@ -11,8 +11,8 @@ Otherwise the figures are client-side estimates and say so by what they hold:
 ``prefill_seconds`` is the TTFT (it includes the network and any queueing) and
 ``decode_seconds`` is latency - TTFT over ``decode_evals = output_tokens - 1``.
 A server that streams no ``usage`` at all (llama_cpp.server 0.3.36 ignores
-``stream_options``) leaves ``prompt_tokens`` at 0 (unknown) and its output tokens
-counted as content chunks, one per token on the llama.cpp-based servers.
+``stream_options``) leaves the token counts at 0: unknown, not guessed from the
+number of chunks (a chunk may hold several tokens), so no speed is derived from them.
 
 JSON schema requests: ``response_format`` names the form the server understands.
 ``json_schema`` (the default) sends OpenAI's ``{"type": "json_schema",
@@ -147,7 +147,6 @@ class _Stream:
     finish: str = ""
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)
-    chunks: int = 0  # content chunks
     t_first: float = 0.0
     done: bool = False
 
@@ -309,7 +308,6 @@ class OpenAITransport(Transport):
                 if not st.parts:
                     st.t_first = time.perf_counter() - t0
                 st.parts.append(content)
-                st.chunks += 1
                 dog.tick()
                 if on_token is not None:
                     on_token(content)
@@ -332,7 +330,7 @@ class OpenAITransport(Transport):
         details = u.get("prompt_tokens_details") or {}
         m.prompt_tokens = int(u.get("prompt_tokens") or 0)
         m.cached_tokens = int(details.get("cached_tokens") or 0)
-        out = int(u["completion_tokens"]) if "completion_tokens" in u else st.chunks
+        out = int(u.get("completion_tokens") or 0)  # 0: the server did not say
         if "prompt_n" in tm and "predicted_n" in tm:  # llama-server measured these
             m.cached_tokens = int(tm.get("cache_n") or m.cached_tokens)
             m.prefill_tokens = int(tm["prompt_n"])

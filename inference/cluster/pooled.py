@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend, TokenCallback
 from ..errors import (
@@ -75,7 +75,9 @@ class Option:
     choice: str = ""
     predicted_s: float = 0.0
     pair: tuple[str, str] | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    route_option: Any = None  # the router's RouteOption, told the actual time after
+    fallback_reason: str = ""  # why a disaggregated route serves without a pair now
+    inner_failures: list[str] = field(default_factory=list)  # servers it replaced itself
 
 
 class ServerFailure(BackendError):
@@ -202,12 +204,10 @@ class PooledBackend(Backend):
         m.route_choice = opt.choice
         m.predicted_seconds = opt.predicted_s
         m.total_seconds = time.perf_counter() - t0
-        reason = str(opt.extra.get("fallback_reason") or "")
-        if reason and opt.method != "disaggregated":
-            failures = [reason, *failures]  # a disaggregated route without a pair
-        inner = list(opt.extra.get("inner_failures") or ())  # type: ignore[call-overload]
-        if inner:  # servers the option itself replaced (a decode server, same KV)
-            failures = [*failures, *inner]
+        if opt.fallback_reason and opt.method != "disaggregated":
+            failures = [opt.fallback_reason, *failures]  # a disaggregated route, no pair
+        if opt.inner_failures:  # servers the option itself replaced (a decode server)
+            failures = [*failures, *opt.inner_failures]
             opt = dataclasses.replace(opt, label=f"pair {m.prefill_worker} -> "
                                       f"{m.decode_worker}")
         if failures:
@@ -218,9 +218,8 @@ class PooledBackend(Backend):
             log.warning("role %s: failed over: %s", self.route.role, m.failover)
         else:
             m.method = opt.method  # type: ignore[assignment]
-        route_option = opt.extra.get("route_option")
-        if route_option is not None:  # the router learns how good its guess was
-            self.cluster.cost.record_outcome(route_option, m.total_seconds)
+        if opt.route_option is not None:  # the router learns how good its guess was
+            self.cluster.cost.record_outcome(opt.route_option, m.total_seconds)
 
     def _learn_chars(self, request: GenerationRequest, prompt_tokens: int) -> None:
         """Characters per token of this route's model, from the servers' own counts."""
