@@ -66,9 +66,17 @@ def find_answer(
         if o.cell.kind in ("markdown", "raw"):
             if _asks(o, key):
                 break
-            parts.append((o, match.student_text(o)))
-            if _holds_instructions(o, placeholders):
-                break  # the student wrote into the next instruction's cell
+            first = _first_instruction_line(o, placeholders)
+            if first is None:
+                parts.append((o, match.student_text(o)))
+                continue
+            # The student wrote into the next instruction's cell: what they wrote above
+            # that instruction may finish this answer; what follows it answers the next.
+            above = "\n".join(line for i, line in enumerate(o.cell.source.splitlines(), 1)
+                              if i < first and i in o.student_lines)
+            if above.strip():
+                parts.append((o, above))
+            break
     texts, evidence = [], []
     for o, text in parts:
         clean = _strip_placeholders(text, placeholders)
@@ -87,13 +95,12 @@ def _asks(o: CellOrigin, key: str) -> bool:
     return probe in o.cell.source.lower() and key in normalise_markdown(o.cell.source)
 
 
-def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
-    """A student cell that keeps template text other than placeholders."""
-    lines = o.cell.source.splitlines()
-    return any(
-        i not in o.student_lines and words(_strip_placeholders(line, placeholders))
-        for i, line in enumerate(lines, 1)
-    )
+def _first_instruction_line(o: CellOrigin, placeholders: tuple[str, ...]) -> int | None:
+    """The first line (1-based) of a student cell that keeps template text other than
+    placeholders (the next question's heading, an instruction), or None."""
+    return next((i for i, line in enumerate(o.cell.source.splitlines(), 1)
+                 if i not in o.student_lines and words(_strip_placeholders(line, placeholders))),
+                None)
 
 
 def _is_placeholder_cell(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

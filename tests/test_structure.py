@@ -188,3 +188,28 @@ def test_words_of_an_answer_leave_markup_and_images_out(text, expected):
     from grader.answers import words
 
     assert words(text) == expected
+
+
+def test_an_answer_ends_where_the_next_question_begins_in_the_students_cell():
+    """Each question in its own cell, both answered in place: the first answer must not
+    take in the second (the next cell keeps the next question's heading), while text a
+    student typed above that heading still finishes the first answer."""
+    from grader.answers import find_answer
+
+    template = nb([new_markdown_cell("### Question 8.1: Quality\n\n**Why clean?**\n\n"
+                                     "Your answer here:"),
+                   new_markdown_cell("### Question 8.2: Patterns\n\n**What patterns?**\n\n"
+                                     "Your answer here:")], "template.ipynb")
+    sub = nb([new_markdown_cell("### Question 8.1: Quality\n\n**Why clean?**\n\n"
+                                "Trimming merged duplicate categories in the product list."),
+              new_markdown_cell("A second thought on cleaning here.\n\n"
+                                "### Question 8.2: Patterns\n\n**What patterns?**\n\n"
+                                "Wireless products are a fifth of the catalogue overall.")])
+    match = match_template(template, sub, ("Your answer here:",))
+    first = find_answer(match, "Question 8.1", ("Your answer here:",))
+    second = find_answer(match, "Question 8.2", ("Your answer here:",))
+    assert "Trimming merged" in first.text
+    assert "second thought" in first.text
+    assert "Wireless" not in first.text
+    assert "Wireless" in second.text
+    assert "Trimming" not in second.text
