@@ -1,7 +1,9 @@
 """Rubrics: edit the rubric in force, see whose score an edit would move, save it as a new
 version; import the old system's rubric files. (Session keys: ``rubrics_*``.)
 
-The tables and their validation are grader.rubric_edit's, the preview grader.rescore's.
+The tables and their validation are grader.rubric_edit's, the preview grader.rescore's,
+the import's table app_pages.import_view's. An imported old-system rubric keeps the title
+of the rubric in force (the title field can change it).
 Every widget of the editor is keyed by its draft (``draft_key``: the assignment and a
 draft number): a browser keeps a widget's value for as long as its key lives, so
 shared keys would carry one assignment's title and placeholders into another's
@@ -16,9 +18,18 @@ import time
 import pandas as pd
 import streamlit as st
 
+from app_pages.import_view import show_import
 from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
-from grader.rescore import changes, preview_rescore, preview_rows
+from grader.report_views import offline_markdown
+from grader.rescore import (
+    changes,
+    mover_rows,
+    movers_summary,
+    preview_rescore,
+    preview_rows,
+    unmoved_line,
+)
 from grader.rubric import KINDS, Rubric
 from grader.rubric_edit import (
     CHECK_COLUMNS,
@@ -27,6 +38,7 @@ from grader.rubric_edit import (
     rows_from_rubric,
     rubric_from_rows,
 )
+from grader.rubric_import import ImportReport
 from grader.workspace import Upload, read_rubric_upload
 
 sidebar()
@@ -64,11 +76,13 @@ CHECKS_CONFIG = {
 }
 
 
-def new_draft(name: str, rubric: Rubric, source: str, dropped: tuple[str, ...] = ()) -> dict:
-    """A draft to edit; its widgets get keys of their own, so they start afresh."""
+def new_draft(name: str, rubric: Rubric, source: str,
+              report: ImportReport | None = None) -> dict:
+    """A draft to edit; its widgets get keys of their own, so they start afresh. ``report``:
+    what an import of an old-system rubric carried over."""
     made = st.session_state.get("rubrics_drafts_made", 0) + 1
     st.session_state["rubrics_drafts_made"] = made
-    draft = {"assignment": name, "rubric": rubric, "source": source, "dropped": dropped,
+    draft = {"assignment": name, "rubric": rubric, "source": source, "report": report,
              "key": f"{name}-{made}"}
     st.session_state["rubrics_draft"] = draft
     return draft
@@ -116,7 +130,7 @@ with st.expander(f"Version history ({len(history)})"):
                    "note": h.note} for h in history], hide_index=True, width="stretch")
 
 # -- import -----------------------------------------------------------------------------
-with st.expander("Import a rubric file", expanded=bool(draft["dropped"])):
+with st.expander("Import a rubric file", expanded=draft["report"] is not None):
     up = st.file_uploader("A rubric JSON (docs/rubric-format.md) or an old-system rubric "
                           "file: it is loaded below for review; nothing is saved yet.",
                           type=["json"], key=f"rubrics_upload_{name}")
@@ -135,17 +149,18 @@ with st.expander("Import a rubric file", expanded=bool(draft["dropped"])):
                 problems = exc.problems
             if got is not None and not problems:
                 what = "imported from the old system's" if got.imported else "loaded from"
-                draft = new_draft(name, got.rubric, f"the rubric {what} {up.name}",
-                                  got.dropped)
+                report = (got.report.retitled(in_force.title, "the assignment's title")
+                          if got.report else None)
+                draft = new_draft(name, report.rubric if report else got.rubric,
+                                  f"the rubric {what} {up.name}", report)
             seen = {"token": token, "error": "\n".join(
                 [f"Cannot import {up.name}:\n"] + [f"- {p}" for p in problems]
             ) if problems else ""}
             st.session_state["rubrics_import"] = seen
         if seen["error"]:
             st.error(seen["error"])
-    if draft["dropped"]:
-        st.warning("Not carried over from the old rubric (check the criteria below):\n\n"
-                   + "\n".join(f"- {d}" for d in draft["dropped"]))
+    if draft["report"] is not None:
+        show_import(draft["report"])
 
 # -- the editor -------------------------------------------------------------------------
 base: Rubric = draft["rubric"]
@@ -213,20 +228,30 @@ if shown is not None and edited is not None and shown[0] == anonymous() \
     if not preview.rows:
         st.info("No submission has been graded with the rubric in force yet: nothing moves.")
     else:
-        st.markdown(f"**{len(preview.movers)} of {len(preview.rows)}** graded submissions "
-                    f"would change ({preview.seconds:.1f} s). Checks evaluated again: "
-                    f"{'; '.join(preview.recomputed) or 'none (rebuilt from stored results)'}.")
-        st.dataframe(preview_rows(preview), hide_index=True, width="stretch")
+        st.markdown(f"**{movers_summary(preview)}** Score before and after, in points and "
+                    "in percent of the total; the biggest change first.")
+        moving = mover_rows(preview)
+        if moving:
+            st.dataframe(moving, hide_index=True, width="stretch", key="rubrics_movers")
+        if rest := unmoved_line(preview):
+            st.caption(offline_markdown(rest))
         if any(r.overrides for r in preview.rows):
             st.caption("A regrade carries each override over to the new grade when its "
-                       "criterion stays (capped at its new points): see the new score with "
+                       "criterion stays (capped at its new points): see the score with your "
                        "overrides. Overrides of a removed criterion are lost; they are named.")
         for r in preview.rows:
             if r.problem:
-                st.warning(f"{r.name}: {r.problem}")
+                st.warning(offline_markdown(f"{r.name}: {r.problem}"))
             if r.lost:
-                st.warning(f"{r.name}: a regrade could not carry these overrides over (their "
-                           f"criterion is removed): {'; '.join(r.lost)}")
+                st.warning(offline_markdown(
+                    f"{r.name}: a regrade could not carry these overrides over (their "
+                    f"criterion is removed): {'; '.join(r.lost)}"))
+        with st.expander("Detail: the checks evaluated again, every submission"):
+            st.markdown("Checks evaluated again: " + (
+                "; ".join(f"`{c}`" for c in preview.recomputed)
+                or "none (rebuilt from the stored results)")
+                + f". The preview took {preview.seconds:.1f} s.")
+            st.dataframe(preview_rows(preview), hide_index=True, width="stretch")
 
 # -- save -------------------------------------------------------------------------------
 st.subheader("Save")

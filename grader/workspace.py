@@ -5,7 +5,10 @@ A ``Workspace`` lists assignment folders from two places: the bundled examples
 assignments an instructor created from uploads (``$GRADER_DATA_DIR/assignments``).
 Creating one validates everything first (the notebooks parse, the rubric is
 valid for them, names are safe) and only then writes the folder, in one rename,
-so a bad upload never leaves half an assignment behind.
+so a bad upload never leaves half an assignment behind. The folder's name is a
+short, readable form of the title (``short_name``: "Lesson 7: Strings and dates
+(R) - Fall 2026" -> "lesson-7-strings-and-dates"), made unique with -2, -3, ...;
+an old-system rubric imported on the way takes the title the instructor typed.
 
 The rubric in force is the folder's rubric until someone saves an edited one:
 edited rubrics are stored as new versions in the grade store and the newest
@@ -21,6 +24,8 @@ import logging
 import re
 import shutil
 import tempfile
+import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,13 +35,18 @@ from .assignment import Assignment, load_assignment
 from .errors import InputError, NotebookError, RubricError
 from .notebook import load_notebook
 from .rubric import Rubric, dumps, loads, rubric_from_dict
-from .rubric_import import import_seed_rubric
+from .rubric_import import ImportReport, import_seed_rubric
 from .store import RubricVersionRow, Store
 
 log = logging.getLogger(__name__)
 
 BUNDLED_DIR = REPO_ROOT / "examples"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+SHORT_NAME_LIMIT = 32  # characters of a folder name made from a title
+# Where a title breaks into phrases ("Lesson 7: Strings and dates - Fall 2026").
+_PHRASE_BREAK = re.compile(r"\s+[-\u2013\u2014|/]\s+|[:;,|\u2013\u2014]")
+_NO_END = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the",
+           "to", "with"}  # a name cut at a word boundary does not end on these
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +72,56 @@ class RubricFromUpload:
     rubric: Rubric
     imported: bool  # converted from the old system's format
     dropped: tuple[str, ...] = ()  # what the import could not carry over
+    report: ImportReport | None = None  # item by item (imported rubrics only)
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-_")[:64]
+    ascii_ = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9_]+", "-", ascii_.strip().lower()).strip("-_")[:64]
+
+
+def _cut(words: list[str], limit: int) -> list[str]:
+    """The leading words that fit ``limit`` characters joined by '-'; a word alone
+    longer than that is cut."""
+    out: list[str] = []
+    for w in words:
+        if len("-".join([*out, w])) > limit:
+            break
+        out.append(w)
+    return out or [words[0][:limit]]
+
+
+def short_name(title: str, taken: Collection[str] = (), limit: int = SHORT_NAME_LIMIT,
+               fallback: str = "assignment") -> str:
+    """A short, readable folder name for ``title``: lower-case words joined by '-', at
+    most ``limit`` characters, cut between words. A title too long for that loses its
+    parentheses ("(R)") and then its last phrases ("- Fall 2026"); a name in
+    ``taken`` gets -2, -3, ..."""
+    whole = slug(title)
+    if len(whole) <= limit:
+        base = whole
+    else:
+        bare = re.sub(r"\([^)]*\)|\[[^]]*\]", " ", title)
+        phrases = [p for p in (slug(x) for x in _PHRASE_BREAK.split(bare)) if p] \
+            or [p for p in (slug(x) for x in _PHRASE_BREAK.split(title)) if p]
+        out: list[str] = []
+        for phrase in phrases:
+            if len("-".join([*out, phrase])) <= limit:
+                out.append(phrase)
+                continue
+            if len("-".join(out)) < limit // 2:  # too little of the title: go on by words
+                out = _cut("-".join([*out, phrase]).split("-"), limit)
+                while len(out) > 1 and out[-1] in _NO_END:
+                    out.pop()
+            break
+        base = "-".join(out).strip("-_")
+    if not re.search("[a-z]", base):  # "7" alone (the rest was not Latin) says little
+        base = f"{fallback}-{base}".strip("-")
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base[: limit - len(str(n)) - 1].rstrip('-_')}-{n}"
+    return name
 
 
 def read_rubric_upload(upload: Upload, language: str) -> RubricFromUpload:
@@ -78,10 +134,13 @@ def read_rubric_upload(upload: Upload, language: str) -> RubricFromUpload:
     if isinstance(data, dict) and "criteria" in data:
         return RubricFromUpload(rubric_from_dict(data, upload.name), imported=False)
     if isinstance(data, dict) and ("autograder_checks" in data or "rubric_elements" in data):
-        report = import_seed_rubric(data, language, upload.name)
-        return RubricFromUpload(report.rubric, True, tuple(report.dropped))
+        return from_import(import_seed_rubric(data, language, upload.name))
     raise RubricError(upload.name, ["neither a rubric (no `criteria`, see docs/rubric-format.md) "
                                     "nor an old-system rubric (no `autograder_checks`)"])
+
+
+def from_import(report: ImportReport) -> RubricFromUpload:
+    return RubricFromUpload(report.rubric, True, tuple(report.dropped), report)
 
 
 def _safe_file_name(name: str, what: str) -> str:
@@ -170,12 +229,16 @@ class Workspace:
                rubric: Upload | None, data: list[Upload] | None = None,
                name: str = "") -> tuple[Assignment, RubricFromUpload]:
         """A new assignment folder from uploads; every problem is reported at once and
-        nothing is written unless all is well."""
-        name = name or slug(title)
+        nothing is written unless all is well. Without a ``name`` the folder is named
+        ``short_name(title)``, made unique; the name is the returned assignment's
+        ``name``. A rubric imported from the old system takes ``title`` as its title;
+        without a ``title`` the assignment takes the rubric's."""
+        title = title.strip()
+        taken = {r.name for r, _ in self._folders()}
         problems: list[str] = []
-        if not _NAME.match(name):
+        if name and not _NAME.match(name):
             problems.append(f"name {name!r}: use lower-case letters, digits, '-' or '_'")
-        elif any(r.name == name for r, _ in self._folders()):
+        elif name in taken:
             problems.append(f"an assignment named {name!r} exists already")
         notebooks = {}
         for what, up in (("template", template), ("solution", solution)):
@@ -196,6 +259,9 @@ class Workspace:
                 parsed = read_rubric_upload(rubric, language)
             except RubricError as exc:
                 problems.extend(f"rubric {exc.file}: {p}" for p in exc.problems)
+            if parsed is not None and parsed.report is not None:
+                parsed = from_import(parsed.report.retitled(title))
+            title = title or (parsed.rubric.title if parsed is not None else "")
         data_names = []
         for up in data or []:
             try:
@@ -210,6 +276,7 @@ class Workspace:
                             f"{notebooks['solution'].language}")
         if problems or parsed is None or template is None or solution is None:
             raise RubricError(title or name or "new assignment", problems)
+        name = name or short_name(title, taken)
         self.user_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=self.user_dir))
         try:

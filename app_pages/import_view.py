@@ -1,0 +1,39 @@
+"""Streamlit drawing of an old-system rubric import: what was and was not carried over.
+
+Drawing only; the rows come from grader.rubric_import_items (``table_rows``). Used by
+the Rubrics page's import and the Grade page's "Create an assignment from files".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from grader.rubric_import import ImportReport
+from grader.rubric_import_items import IMPORTED, table_rows
+
+_STATUS = {IMPORTED: "✅ imported"}
+_NOT_CARRIED = "⚠️ not carried over"
+COLUMNS = {
+    "status": st.column_config.TextColumn("status", width="small"),
+    "in the old rubric": st.column_config.TextColumn(
+        "in the old rubric", width="large", help="The item as the old rubric file has it."),
+    "imported as": st.column_config.TextColumn(
+        "imported as", width="medium", help="The criterion and checks it became."),
+    "what to do": st.column_config.TextColumn(
+        "what to do", width="large", help="What to do instead, where it was not carried "
+        "over (criteria and checks are edited on the Rubrics page)."),
+    "where in the old file": st.column_config.TextColumn(
+        "where in the old file", help="The item's keys in the old JSON file."),
+}
+
+
+def show_import(report: ImportReport) -> None:
+    """A one-line summary and one table: what was imported first, then what was not,
+    each row with what the instructor should do."""
+    rows = table_rows(report)
+    for row in rows:
+        row["status"] = _STATUS.get(row["status"], _NOT_CARRIED)
+    (st.info if report.not_carried else st.success)(report.summary())
+    st.dataframe(pd.DataFrame(rows, columns=list(COLUMNS)), hide_index=True,
+                 width="stretch", column_config=COLUMNS)
