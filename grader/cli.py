@@ -35,9 +35,10 @@ from .batch import grade_batch
 from .errors import GraderError, RubricError
 from .export import write_exports
 from .layers.base import GradeOptions
+from .letter_pdf import FontError
 from .pipeline import GradeInput, Grader
 from .rubric import save_rubric
-from .rubric_import import import_seed_file
+from .rubric_import import import_seed_file, report_lines
 from .scoring import error_report
 from .store import Store
 from .types import GradeReport
@@ -145,12 +146,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     sources: list[SubmissionFile | InputProblem] = [*problems, *files]
     for p in problems:
         log.warning("not graded: %s: %s", p.file, p.reason)
-    export_error: OSError | None = None
+    export_error: OSError | FontError | None = None
     if out_dir is not None:
-        try:
-            written = write_exports(reports, out_dir, assignment.title)
+        try:  # the notebooks let each letter name cells by position and heading
+            written = write_exports(reports, out_dir, assignment.title, assignment.rubric,
+                                    {i.sha256: i.data for i in items})
             log.info("wrote %d files to %s", len(written), out_dir)
-        except OSError as exc:  # the grades are still printed below
+        except (OSError, FontError) as exc:  # the grades are still printed below
             export_error = exc
     if args.json:
         rows = [summary(r, s) for r, s in zip(reports, sources, strict=True)]
@@ -162,7 +164,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
             flags = f"  flags: {', '.join(sorted({f.code for f in r.flags}))}" if r.flags else ""
             print(f"{r.file}: {shown}{review}{flags}")
     if export_error is not None:
-        log.error("cannot write the exports: %s", _os_error(export_error, out_dir))
+        log.error("cannot write the exports: %s", export_error if isinstance(
+            export_error, FontError) else _os_error(export_error, out_dir))
         return 2
     return 0 if all(r.status == "graded" for r in reports) else 1
 
@@ -177,12 +180,11 @@ def _os_error(exc: OSError, fallback: Path | str | None = None) -> str:
 def cmd_import(args: argparse.Namespace) -> int:
     report = import_seed_file(Path(args.source), args.language)
     save_rubric(report.rubric, Path(args.dest))
-    for d in report.dropped:
-        log.warning("not imported: %s", d)
     print(
         f"wrote {args.dest}: {len(report.rubric.criteria)} criteria, "
         f"{report.rubric.total_points:g} points"
     )
+    print("\n".join(report_lines(report)))
     return 0
 
 

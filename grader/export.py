@@ -1,8 +1,9 @@
-"""Exports: Canvas gradebook CSV, plain CSV, JSON, and per-student feedback.
+"""Exports: Canvas gradebook CSV, plain CSV, JSON, and per-student feedback letters.
 
-Feedback pages show each criterion's points with the evidence the grader found
-(cells, lines, values); student text is always escaped. Names come from the
-reports, so an anonymised batch exports pseudonyms only.
+Each student's feedback is the letter of ``grader.letter`` (points, what was done,
+what is missing and where, the next step; nothing for the instructor only), as
+Markdown, HTML and PDF (``grader.letter_pdf``); student text is always escaped.
+Names come from the reports, so an anonymised batch exports pseudonyms only.
 
 Every export is text any UTF-8 writer takes (a lone surrogate that reached a
 report becomes U+FFFD, see ``grader.safe_text``), and files are named from
@@ -12,21 +13,18 @@ report becomes U+FFFD, see ``grader.safe_text``), and files are named from
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .letter import letter_for, letter_html, letter_markdown, student_name
+from .letter_pdf import letter_pdf
+from .rubric import Rubric
 from .safe_text import STEM_LIMIT, file_stem, scrub, utf8
 from .serialize import report_to_dict
-from .types import CriterionResult, GradeReport
-
-
-def student_name(r: GradeReport) -> str:
-    """Who a report is of, as shown: display name, else student id, else the file's stem."""
-    return r.display_name or r.student_id or Path(r.file).stem
+from .types import GradeReport, Notebook
 
 
 def _pct(r: GradeReport) -> str:
@@ -95,77 +93,33 @@ def json_export(reports: Sequence[GradeReport]) -> str:
     return scrub(json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False))
 
 
-def _criterion_lines(c: CriterionResult) -> list[str]:
-    lines = []
-    for ch in c.checks:
-        lines.append(f"{ch.check} {ch.target}: {ch.message}")
-        for e in ch.evidence[:3]:
-            where = f"cell {e.cell_id}" if e.cell_id else "notebook"
-            if e.line:
-                where += f", line {e.line}"
-            lines.append(f"    {where}: {e.text}")
-    notes = c.model_notes
-    if notes.get("strength") or notes.get("improve") or notes.get("next_step"):
-        lines.append("model-written feedback (a language model's reading; your instructor "
-                     "decides the points):")
-        for key, label in (("strength", "strength"), ("improve", "to improve"),
-                           ("next_step", "next step")):
-            if notes.get(key):
-                lines.append(f"    {label}: {notes[key]}")
-    elif notes.get("issue") and notes["issue"].strip().lower() not in ("", "none"):
-        lines.append(f"model-written note: {notes['issue']}")
-    if c.needs_review:
-        lines.append("to be reviewed by your instructor: " + "; ".join(c.review_reasons))
-    return lines
+NotebookSource = Notebook | bytes
 
 
-def feedback_markdown(r: GradeReport, assignment_title: str) -> str:
-    out = [f"# {assignment_title}: feedback for {student_name(r)}", ""]
-    if r.status == "error":
-        out += [f"This submission could not be graded: {r.error}", ""]
-        return scrub("\n".join(out))
-    out += [f"**Score: {_fmt(r.score)} / {_fmt(r.max_score)}** ({_pct(r)}%)", ""]
-    for c in r.criteria:
-        out += [f"## {c.title}: {_fmt(c.points)} / {_fmt(c.max_points)}", ""]
-        out += [
-            f"- {line}" if not line.startswith("    ") else f"  {line.strip()}"
-            for line in _criterion_lines(c)
-        ]
-        out.append("")
-    if r.flags:
-        out += ["## Notes", ""] + [f"- {f.message}" for f in r.flags] + [""]
-    return scrub("\n".join(out))
+def feedback_markdown(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                      notebook: NotebookSource | None = None) -> str:
+    """The student's letter (``grader.letter``) as Markdown; student text made inert."""
+    return letter_markdown(letter_for(r, rubric, notebook, assignment_title))
 
 
-def feedback_html(r: GradeReport, assignment_title: str) -> str:
-    e = html.escape
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment_title)}"
-        f" - {e(student_name(r))}</title><style>body{{font-family:sans-serif;max-width:50em;"
-        "margin:2em auto}} .ev{color:#555;font-family:monospace;white-space:pre-wrap}"
-        " .review{color:#a15c00}</style></head><body>",
-        f"<h1>{e(assignment_title)}</h1><p>Feedback for <b>{e(student_name(r))}</b></p>",
-    ]
-    if r.status == "error":
-        parts.append(f"<p>This submission could not be graded: {e(r.error)}</p></body></html>")
-        return scrub("".join(parts))
-    parts.append(f"<p><b>Score: {_fmt(r.score)} / {_fmt(r.max_score)}</b> ({_pct(r)}%)</p>")
-    for c in r.criteria:
-        parts.append(f"<h2>{e(c.title)}: {_fmt(c.points)} / {_fmt(c.max_points)}</h2><ul>")
-        for line in _criterion_lines(c):
-            cls = (
-                "ev"
-                if line.startswith("    ")
-                else ("review" if line.startswith("to be reviewed") else "")
-            )
-            parts.append(f"<li class='{cls}'>{e(line.strip())}</li>")
-        parts.append("</ul>")
-    if r.flags:
-        parts.append(
-            "<h2>Notes</h2><ul>" + "".join(f"<li>{e(f.message)}</li>" for f in r.flags) + "</ul>"
-        )
-    parts.append("</body></html>")
-    return scrub("".join(parts))
+def feedback_html(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                  notebook: NotebookSource | None = None) -> str:
+    """The student's letter as one self-contained, printable HTML page (all text escaped)."""
+    return letter_html(letter_for(r, rubric, notebook, assignment_title))
+
+
+def feedback_pdf(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                 notebook: NotebookSource | None = None) -> bytes:
+    """The student's letter as one A4 PDF. Raises ``letter_pdf.FontError`` without fonts."""
+    return letter_pdf(letter_for(r, rubric, notebook, assignment_title))
+
+
+def _feedback_files(r: GradeReport, title: str, rubric: Rubric | None,
+                    notebooks: Mapping[str, NotebookSource] | None) -> list[tuple[str, bytes]]:
+    """(extension, bytes) of one student's letter: PDF, Markdown and HTML."""
+    letter = letter_for(r, rubric, (notebooks or {}).get(r.sha256), title)
+    return [("pdf", letter_pdf(letter)), ("md", utf8(letter_markdown(letter))),
+            ("html", utf8(letter_html(letter)))]
 
 
 def safe_stem(text: str) -> str:
@@ -191,20 +145,26 @@ def feedback_stems(reports: Sequence[GradeReport]) -> list[str]:
     return stems
 
 
-def feedback_zip(reports: Sequence[GradeReport], assignment_title: str) -> bytes:
-    """Per-student feedback pages (HTML) in one ZIP: feedback/<student>.html."""
+def feedback_zip(reports: Sequence[GradeReport], assignment_title: str,
+                 rubric: Rubric | None = None,
+                 notebooks: Mapping[str, NotebookSource] | None = None) -> bytes:
+    """Each student's letter in one ZIP: feedback/<student>.pdf, .md and .html.
+    ``notebooks`` (by the submission's sha256) name cells by position."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for r, stem in zip(reports, feedback_stems(reports), strict=True):
-            z.writestr(f"feedback/{stem}.html", utf8(feedback_html(r, assignment_title)))
+            for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
+                z.writestr(f"feedback/{stem}.{ext}", data)
     return buf.getvalue()
 
 
 def write_exports(
-    reports: Sequence[GradeReport], out_dir: Path, assignment_title: str
+    reports: Sequence[GradeReport], out_dir: Path, assignment_title: str,
+    rubric: Rubric | None = None, notebooks: Mapping[str, NotebookSource] | None = None,
 ) -> list[Path]:
-    """Write every export into ``out_dir``; returns the files written. Raises ``OSError``
-    (naming the path) when the folder cannot be made or a file cannot be written."""
+    """Write every export into ``out_dir`` (the letters as feedback/<student>.pdf, .md and
+    .html); returns the files written. Raises ``OSError`` (naming the path) when the
+    folder cannot be made or a file cannot be written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fb = out_dir / "feedback"
     fb.mkdir(exist_ok=True)
@@ -217,11 +177,8 @@ def write_exports(
         (out_dir / name).write_bytes(utf8(text))
         written.append(out_dir / name)
     for r, stem in zip(reports, feedback_stems(reports), strict=True):
-        for ext, text in (
-            ("html", feedback_html(r, assignment_title)),
-            ("md", feedback_markdown(r, assignment_title)),
-        ):
+        for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
             path = fb / f"{stem}.{ext}"
-            path.write_bytes(utf8(text))
+            path.write_bytes(data)
             written.append(path)
     return written

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from grader.export import canvas_csv, feedback_html, feedback_markdown, plain_csv, write_exports
-from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport
+from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 
 
 def report(name: str, score: float | None, status: str = "graded") -> GradeReport:
@@ -89,9 +89,12 @@ def test_write_exports(tmp_path: Path):
 
 def test_model_feedback_is_labelled_as_model_written():
     r = report("doejane", 3.0)
-    r.criteria[0].model_notes = {"strength": "Clear <b>steps</b>", "improve": "Check units",
-                                 "next_step": "Plot the trend", "score": "0.80"}
+    r.criteria[0].kind = "written"  # L4's notes, from a model trusted to judge
+    r.layers["L4"] = LayerResult("L4", details={"advisory": False})
+    r.criteria[0].model_notes = {"strength": "Your steps are clear <b>and</b> ordered",
+                                 "improve": "Check the units of each total",
+                                 "next_step": "Plot the monthly trend next", "score": "0.80"}
     md = feedback_markdown(r, "HW 1")
-    assert "model-written feedback" in md
-    assert "next step: Plot the trend" in md
+    assert "with the help of a language model" in md
+    assert "Next step: Plot the monthly trend next" in md
     assert "&lt;b&gt;" in feedback_html(r, "HW 1")

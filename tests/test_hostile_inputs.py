@@ -226,15 +226,20 @@ def test_exports_survive_surrogates_and_hostile_names(tmp_path: Path) -> None:
     reports = [hostile_report(n) for n in names]
     written = write_exports(reports, tmp_path, "HW \ud800 1")
     feedback = [p for p in written if p.parent.name == "feedback"]
-    assert len(feedback) == 2 * len(reports)
+    assert len(feedback) == 3 * len(reports)  # a PDF, Markdown and HTML letter each
     for p in written:
         assert len(p.name.encode()) <= 100
         assert not unsafe_chars(p.name)
-        assert p.read_bytes().decode("utf-8")  # valid UTF-8, nothing lost to a crash
+        data = p.read_bytes()
+        if p.suffix == ".pdf":
+            assert data.startswith(b"%PDF-")
+        else:
+            assert data.decode("utf-8")  # valid UTF-8, nothing lost to a crash
     stems = feedback_stems(reports)
     assert len({s.casefold() for s in stems}) == len(stems)
     with zipfile.ZipFile(io.BytesIO(feedback_zip(reports, "HW \ud800 1"))) as z:
-        assert sorted(z.namelist()) == sorted(f"feedback/{s}.html" for s in stems)
+        assert sorted(z.namelist()) == sorted(f"feedback/{s}.{ext}" for s in stems
+                                              for ext in ("pdf", "md", "html"))
         assert "\ufffd" in z.read(f"feedback/{stems[0]}.html").decode("utf-8")
     rows = json.loads((tmp_path / "grades.json").read_text(encoding="utf-8"))
     assert rows[-1]["student_id"] == "\ufffd"
@@ -399,7 +404,8 @@ def check_batch(tmp_path: Path, proc: subprocess.CompletedProcess[str], paths: l
     out = tmp_path / "out"
     files = [p for p in out.rglob("*") if p.is_file()]
     assert {p.name for p in files} >= {"canvas.csv", "grades.csv", "grades.json"}
-    assert len([p for p in files if p.parent.name == "feedback"]) == 6
+    letters = [p for p in files if p.parent.name == "feedback"]
+    assert len(letters) == 9  # a PDF, a Markdown and an HTML letter for each of three
     assert len({p.name.casefold() for p in files}) == len(files)
     for p in files:
         assert len(p.name.encode()) <= 100
