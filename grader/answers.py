@@ -9,6 +9,7 @@ the question cell itself. Template text and placeholder text never count.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .template import CellOrigin, TemplateMatch, normalise_markdown
@@ -44,9 +45,14 @@ def _strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
 
 
 def find_answer(
-    match: TemplateMatch, question: str, placeholders: tuple[str, ...]
+    match: TemplateMatch, question: str, placeholders: tuple[str, ...],
+    others: Sequence[str] = (),
 ) -> Answer:
+    """``others``: the rubric's other questions. A cell of the student's that holds one of
+    them (a question cell the student wrote into, a heading of their own) ends this
+    answer at that question's line: what follows it answers the other question."""
     key = normalise_markdown(question)
+    other_keys = [k for q in others if (k := normalise_markdown(q)) and k != key]
     origins = match.origins
     start = next(
         (i for i, o in enumerate(origins) if o.cell.kind == "markdown" and _asks(o, key)),
@@ -57,7 +63,10 @@ def find_answer(
     parts: list[tuple[CellOrigin, str]] = []
     q_origin = origins[start]
     if q_origin.is_students:  # an answer typed into the question's own cell
-        parts.append((q_origin, match.student_text(q_origin)))
+        lines = q_origin.cell.source.splitlines()
+        own = next((i for i, line in enumerate(lines, 1) if key in normalise_markdown(line)), 0)
+        parts.append((q_origin, _student_lines(q_origin, own,
+                                               _question_line(q_origin, other_keys, own))))
     for o in origins[start + 1 :]:
         if o.status == "template" or o.status == "modified":
             if _is_placeholder_cell(o, placeholders):
@@ -66,17 +75,10 @@ def find_answer(
         if o.cell.kind in ("markdown", "raw"):
             if _asks(o, key):
                 break
-            first = _first_instruction_line(o, placeholders)
-            if first is None:
-                parts.append((o, match.student_text(o)))
-                continue
-            # The student wrote into the next instruction's cell: what they wrote above
-            # that instruction may finish this answer; what follows it answers the next.
-            above = "\n".join(line for i, line in enumerate(o.cell.source.splitlines(), 1)
-                              if i < first and i in o.student_lines)
-            if above.strip():
-                parts.append((o, above))
-            break
+            other = _question_line(o, other_keys)
+            parts.append((o, _student_lines(o, 0, other)))
+            if other is not None or _holds_instructions(o, placeholders):
+                break  # the student wrote into the next question's or instruction's cell
     texts, evidence = [], []
     for o, text in parts:
         clean = _strip_placeholders(text, placeholders)
@@ -87,6 +89,21 @@ def find_answer(
     return Answer(question, True, joined, len(words(joined)), tuple(evidence))
 
 
+def _question_line(o: CellOrigin, keys: Sequence[str], after: int = 0) -> int | None:
+    """The first line (1-based) after line ``after`` that asks one of the questions
+    ``keys`` (normalised), or None."""
+    if not keys:
+        return None
+    return next((i for i, line in enumerate(o.cell.source.splitlines(), 1) if i > after
+                 and (n := normalise_markdown(line)) and any(k in n for k in keys)), None)
+
+
+def _student_lines(o: CellOrigin, after: int, before: int | None) -> str:
+    """The student's own lines of a cell between two line numbers (exclusive)."""
+    return "\n".join(line for i, line in enumerate(o.cell.source.splitlines(), 1)
+                     if i > after and (before is None or i < before) and i in o.student_lines)
+
+
 def _asks(o: CellOrigin, key: str) -> bool:
     """Whether the cell holds the (normalised) question ``key``. Normalising keeps each
     word of the text whole, so the key's longest word must be in the lower-cased source:
@@ -95,12 +112,13 @@ def _asks(o: CellOrigin, key: str) -> bool:
     return probe in o.cell.source.lower() and key in normalise_markdown(o.cell.source)
 
 
-def _first_instruction_line(o: CellOrigin, placeholders: tuple[str, ...]) -> int | None:
-    """The first line (1-based) of a student cell that keeps template text other than
-    placeholders (the next question's heading, an instruction), or None."""
-    return next((i for i, line in enumerate(o.cell.source.splitlines(), 1)
-                 if i not in o.student_lines and words(_strip_placeholders(line, placeholders))),
-                None)
+def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
+    """A student cell that keeps template text other than placeholders."""
+    lines = o.cell.source.splitlines()
+    return any(
+        i not in o.student_lines and words(_strip_placeholders(line, placeholders))
+        for i, line in enumerate(lines, 1)
+    )
 
 
 def _is_placeholder_cell(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

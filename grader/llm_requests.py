@@ -174,7 +174,8 @@ def plan_feedback(ctx: SubmissionContext, excluded: set[tuple[str, int]],
     answers: dict[str, str] = {}
     for c in written:
         q = next((ch for ch in c.checks if ch.type == "answer"), None)
-        ans = find_answer(ctx.match, q.question, rubric.all_placeholders) if q else None
+        ans = find_answer(ctx.match, q.question, rubric.all_placeholders,
+                          rubric.questions) if q else None
         answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
     if not any(a.strip() for a in answers.values()):
         return []  # every question unanswered: nothing to judge
@@ -309,7 +310,8 @@ def _model_answers(ctx: SubmissionContext, written: list[Criterion]) -> dict[str
             for c in rubric.criteria:
                 q = next((ch for ch in c.checks if ch.type == "answer"), None)
                 if c.kind == "written" and q is not None:
-                    cached[c.id] = find_answer(match, q.question, rubric.all_placeholders).text
+                    cached[c.id] = find_answer(match, q.question, rubric.all_placeholders,
+                                               rubric.questions).text
             actx.cache["model_answers"] = cached
     return {c.id: cached.get(c.id, "") for c in written}
 

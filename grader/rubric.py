@@ -106,6 +106,13 @@ class Rubric:
     def all_placeholders(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(DEFAULT_PLACEHOLDERS + self.placeholders))
 
+    @property
+    def questions(self) -> tuple[str, ...]:
+        """The questions of the answer checks, in rubric order (an answer ends where
+        another one's question begins)."""
+        return tuple(dict.fromkeys(ch.question for c in self.criteria for ch in c.checks
+                                   if ch.type == "answer" and ch.question))
+
     def criterion(self, cid: str) -> Criterion:
         return next(c for c in self.criteria if c.id == cid)
 

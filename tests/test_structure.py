@@ -206,10 +206,12 @@ def test_an_answer_ends_where_the_next_question_begins_in_the_students_cell():
                                 "### Question 8.2: Patterns\n\n**What patterns?**\n\n"
                                 "Wireless products are a fifth of the catalogue overall.")])
     match = match_template(template, sub, ("Your answer here:",))
-    first = find_answer(match, "Question 8.1", ("Your answer here:",))
-    second = find_answer(match, "Question 8.2", ("Your answer here:",))
+    questions = ("Question 8.1", "Question 8.2")
+    first = find_answer(match, "Question 8.1", ("Your answer here:",), questions)
+    second = find_answer(match, "Question 8.2", ("Your answer here:",), questions)
     assert "Trimming merged" in first.text
     assert "second thought" in first.text
     assert "Wireless" not in first.text
     assert "Wireless" in second.text
     assert "Trimming" not in second.text
+    assert "second thought" not in second.text  # above its question: the answer before
