@@ -6,9 +6,12 @@ Drawing only; the rows come from grader.report_views.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from grader.jobs import GradeJob
+from grader.model_state import model_states
 from grader.report_views import (
     Reports,
     criterion_rows,
@@ -17,8 +20,10 @@ from grader.report_views import (
     layer_rows,
     model_rows,
     offline_markdown,
+    percent,
     request_rows,
 )
+from grader.rubric import Rubric
 from grader.types import GradeReport
 
 
@@ -28,9 +33,11 @@ def report_detail(r: GradeReport, key: str) -> None:
     if r.status == "error":
         st.error(offline_markdown(f"{r.file}: not graded: {r.error}"))
         return
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Score", f"{r.score:g} / {r.max_score:g}")
-    c2.metric("Criteria to review", len(r.needs_review))
+    c1, c2, c3 = st.columns([2, 1, 1])
+    pct = percent(r.score, r.max_score)
+    c1.metric("Score", f"{round(r.score or 0, 2):g} / {r.max_score:g}",
+              None if pct is None else f"{pct:g}%", delta_color="off", delta_arrow="off")
+    c2.metric("To review", len(r.needs_review), help="Criteria that need your review")
     c3.metric("Flags", len(r.flags))
     for f in r.flags:
         st.warning(f"**{f.code}**: {offline_markdown(f.message)}")
@@ -39,20 +46,27 @@ def report_detail(r: GradeReport, key: str) -> None:
     with crit:
         st.dataframe(criterion_rows(r), hide_index=True, width="stretch")
         for c in r.criteria:
-            label = f"{c.id}: {c.points:g} / {c.max_points:g}" + (" (review)"
+            label = f"{c.id}: {round(c.points, 2):g} / {c.max_points:g}" + (" (review)"
                                                                    if c.needs_review else "")
             with st.expander(label):
                 st.dataframe(evidence_rows(r, c.id), hide_index=True, width="stretch")
     with models:
+        states = model_states(r)
+        if states and all(m.state == "off" for m in states):
+            st.info("The models were off when this was graded: no code analysis (L3) and "
+                    "no written feedback (L4).")
+        else:
+            for m in states:
+                {"failed": st.error, "off": st.info}.get(m.state, st.caption)(
+                    offline_markdown(m.text))
         rows = model_rows(r)
         if rows:
             st.caption("Written by a language model. Points come from the deterministic "
                        "checks; a model's judgement only flags disagreements or, for trusted "
                        "models, scores written answers within the checks' bounds.")
             st.dataframe(rows, hide_index=True, width="stretch")
-        else:
-            st.info("No model analysis for this grade (models off, or nothing of the "
-                    "student's own to read).")
+        elif any(m.state in ("ran", "advisory") for m in states):
+            st.info("The models found nothing of the student's own to comment on.")
     with reqs:
         rows = request_rows(r)
         if rows:
@@ -63,28 +77,43 @@ def report_detail(r: GradeReport, key: str) -> None:
         st.dataframe(layer_rows(r), hide_index=True, width="stretch")
 
 
-def download_buttons(reports: Reports, title: str, stem: str, key: str) -> None:
+def download_buttons(reports: Reports, title: str, stem: str, key: str,
+                     hide_names: bool = False, rubric: Rubric | None = None,
+                     files: Callable[[str], bytes | None] | None = None) -> None:
     """Canvas CSV, CSV, JSON and feedback ZIP; each file is made when its button is
-    clicked (``reports`` may be a function that loads them then)."""
-    files = downloads(reports, title, stem)
-    for col, d in zip(st.columns(len(files)), files, strict=True):
+    clicked (``reports`` may be a function that loads them then). With names hidden,
+    the files carry pseudonyms and no ids, and the Canvas CSV says so before it is taken."""
+    if hide_names:
+        st.warning("Names are hidden, so the downloads carry pseudonyms and no student ids. "
+                   "Canvas matches rows by its ID column, which is empty here: it cannot "
+                   "import this Canvas CSV. Turn **Hide student names** off in the sidebar "
+                   "to download one it can import.")
+    made = downloads(reports, title, stem, rubric, files)
+    for col, d in zip(st.columns(len(made)), made, strict=True):
         col.download_button(d.label, d.make, file_name=d.file_name, mime=d.mime,
-                            key=f"{key}_{d.file_name}", on_click="ignore")
+                            key=f"{key}_{d.file_name}", on_click="ignore", help=d.help or None)
 
 
 def follow_job(job: GradeJob, hide_names: bool) -> None:
-    """Draw a running job live until it ends: progress, each notebook's layers, and the
-    models' text as it is decoded. Grades are saved by the job as they are made, so a
-    redraw cut short (the user leaves) loses nothing."""
-    with st.status(f"Grading for {job.assignment}...", expanded=True) as status:
+    """Draw a running job live until it ends: progress, and each notebook's layers in
+    words. The models' raw text as it is decoded stays folded away in an expander.
+    Grades are saved by the job as they are made, so a redraw cut short (the user
+    leaves) loses nothing."""
+    verb = {"grade": "Grading", "regrade": "Regrading", "resume": "Resuming a batch"}.get(
+        job.kind, "Grading")
+    with st.status(f"{verb} for {job.assignment}...", expanded=True) as status:
         bar = st.progress(0.0)
-        table, stream = st.empty(), st.empty()
+        now_line = st.empty()
+        table = st.empty()
+        with st.expander("What the models are writing (raw, as decoded)"):
+            stream = st.empty()
         version = -1
         while True:
             finished = job.finished  # read before the snapshot, so the last one is complete
             snap = job.wait(version)
             version = snap.version
             bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
+            now_line.caption(snap.headline(hide_names))
             table.dataframe(snap.rows(hide_names), hide_index=True, width="stretch")
             now = snap.current()
             if now is not None and now.streams:
@@ -92,6 +121,7 @@ def follow_job(job: GradeJob, hide_names: bool) -> None:
                                         in sorted(now.streams.items())), language="json")
             if finished:
                 break
-        stream.empty()
-        status.update(label=f"Graded {snap.done} of {snap.total} notebooks in "
+        now_line.empty()
+        done = "Regraded" if job.kind == "regrade" else "Graded"
+        status.update(label=f"{done} {snap.done} of {snap.total} notebooks in "
                             f"{job.result.seconds:.0f} s", state="complete", expanded=False)

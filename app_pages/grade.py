@@ -12,6 +12,7 @@ import time
 import streamlit as st
 
 from app_pages.components import download_buttons, follow_job, report_detail
+from app_pages.import_view import show_import
 from app_pages.shared import (
     anonymous,
     get_client,
@@ -22,7 +23,13 @@ from app_pages.shared import (
     sidebar,
 )
 from grader.errors import GraderError, RubricError
-from grader.jobs import GradeJob, interrupted_batches, start_grading, start_resuming
+from grader.jobs import (
+    GradeJob,
+    interrupted_batches,
+    running_jobs,
+    start_grading,
+    start_resuming,
+)
 from grader.layers.base import GradeOptions
 from grader.report_views import offline_markdown, problem_lines, result_rows
 from grader.review import one_grade_per_student
@@ -31,8 +38,6 @@ from grader.workspace import Upload
 sidebar()
 workspace, store = get_workspace(), get_store()
 st.title("Grade")
-st.caption("New here? Keep the *retail-sales* example, pick a sample submission below and "
-           "press **Grade**: the bundled models run on this machine.")
 
 
 def _uploads(files) -> list[Upload]:
@@ -71,11 +76,14 @@ with st.expander("Create an assignment from files", expanded=not usable):
             st.error(f"Cannot create the assignment: {exc}")
         else:
             st.session_state["grade_assignment"] = made.name
-            st.success(f"Created {made.name} ({made.language}, {len(made.rubric.criteria)} "
-                       f"criteria)." + (f" Imported an old-format rubric; not carried over: "
-                                        f"{'; '.join(parsed.dropped)}" if parsed.imported
-                                        else ""))
+            st.session_state["grade_created"] = (made.name, made.title, made.language,
+                                                 len(made.rubric.criteria), parsed.report)
             usable = [e for e in workspace.entries() if not e.problem]
+    if created := st.session_state.get("grade_created"):
+        short, made_title, language, n_criteria, report = created
+        st.success(f"Created “{made_title}” as {short} ({language}, {n_criteria} criteria).")
+        if report is not None:
+            show_import(report)
 
 if not usable:
     st.info("No assignment yet: create one above.")
@@ -83,7 +91,8 @@ if not usable:
 names = [e.name for e in usable]
 labels = {e.name: f"{e.title} ({e.name}, {e.language}{', example' if e.bundled else ''})"
           for e in usable}
-name = kept_selectbox("Assignment", names, "grade_assignment", format_func=labels.__getitem__)
+name = kept_selectbox("Assignment", names, "grade_assignment", "assignment",
+                      format_func=labels.__getitem__)
 try:
     assignment = workspace.load(name)
 except GraderError as exc:
@@ -93,24 +102,39 @@ st.caption(f"Rubric {assignment.rubric.version}: {len(assignment.rubric.criteria
            f"{assignment.rubric.total_points:g} points (edit it on the Rubrics page).")
 
 # -- what to grade -------------------------------------------------------------------
+# A new key once a batch starts: the uploader starts empty instead of piling the next
+# upload onto the files already graded.
 files = st.file_uploader("Student notebooks (.ipynb) or ZIPs (Canvas, GitHub Classroom, a "
                          "zipped folder)", type=["ipynb", "zip"], accept_multiple_files=True,
-                         key="grade_files")
+                         key=f"grade_files_{st.session_state.get('grade_uploads', 0)}")
 samples = {p.name: p for p in workspace.example_submissions(name)}
+if samples and st.session_state.get("grade_job") is None:
+    st.caption(f"New here? *{assignment.title}* is a bundled example: pick one of its sample "
+               "submissions below and press **Grade**; the bundled models run on this "
+               "machine.")
 chosen = st.multiselect("Or the example's sample submissions", list(samples),
                         key="grade_samples") if samples else []
 with st.expander("Options"):
-    o1, o2, o3, o4 = st.columns(4)
+    o1, o2 = st.columns([3, 1])
     execute = o1.checkbox("Run the notebooks (L2, sandboxed)", True, key="grade_execute")
-    use_llm = o2.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
-    regrade = o3.checkbox("Regrade files graded before", False, key="grade_regrade")
-    workers = o4.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
+    use_llm = o1.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
+    regrade = o1.checkbox("Regrade files graded before", False, key="grade_regrade")
+    workers = o2.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
 if use_llm and not get_warmup().done:
     st.caption(f"{get_warmup().summary()} Grading can start now: the model layers wait for "
                "their models.")
 
 options = GradeOptions(execute=execute, use_llm=use_llm)
 job: GradeJob | None = st.session_state.get("grade_job")
+others = [j for j in running_jobs(workspace, kinds=("grade", "resume")) if j is not job]
+if others and (job is None or job.finished):
+    # The page was drawn afresh (a reload, a new tab) while a batch grades on: follow it.
+    job = st.session_state["grade_job"] = others.pop(0)
+for j in others:
+    done = j.board.snapshot()
+    st.info(f"Also grading for {j.assignment} (started "
+            f"{time.strftime('%H:%M', time.localtime(j.started_at))}, another tab or "
+            f"session): {done.done} of {done.total or '?'} notebooks done.")
 busy = job is not None and not job.finished
 for b in interrupted_batches(workspace, name):
     left, right = st.columns([5, 1], vertical_alignment="center")
@@ -135,6 +159,7 @@ if st.button("Grade", type="primary", key="grade_run", disabled=busy,
         st.session_state["grade_job"] = start_grading(
             workspace, name, uploads, options, get_client() if use_llm else None, int(workers),
             regrade)
+        st.session_state["grade_uploads"] = st.session_state.get("grade_uploads", 0) + 1
         st.rerun()  # draw the page again with the button disabled while the job runs
 
 # -- live progress -------------------------------------------------------------------
@@ -161,8 +186,10 @@ if job is not None and job.finished:
         if result.reused:
             st.caption(f"{result.reused} already graded with this rubric: the stored grades "
                        "are shown (tick 'Regrade' to grade them again).")
-        st.dataframe(result_rows(graded, result.problems, hidden), hide_index=True,
-                     width="stretch")
+        st.dataframe(result_rows(graded), hide_index=True, width="stretch")
+        if result.problems:
+            st.caption(f"{len(result.problems)} file(s) could not be read: named above, with "
+                       "the reason; the others were graded.")
     shown = dict(graded)
     for gid, why in result.unlike:
         r = shown[gid]
@@ -174,7 +201,8 @@ if job is not None and job.finished:
         reports = [r for _, r in graded]
         one_each = one_grade_per_student(store, [gid for gid, _ in graded])
         download_buttons([shown[gid] for gid in one_each], result.title or job.assignment,
-                         job.assignment, "grade_dl")
+                         job.assignment, "grade_dl", hidden, assignment.rubric
+                         if job.assignment == name else None, store.get_file)
         who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
         pick = st.selectbox("Details of", list(who), key="grade_detail")
         report_detail(reports[who[pick]], "grade_detail_view")

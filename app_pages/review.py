@@ -20,9 +20,12 @@ from app_pages.shared import (
     sidebar,
 )
 from grader.errors import GraderError
-from grader.jobs import GradeJob, start_regrading
+from grader.export import feedback_stems
+from grader.jobs import GradeJob, running_jobs, start_regrading
 from grader.layers.base import GradeOptions
-from grader.report_views import diff_rows, offline_markdown, problem_lines
+from grader.letter import letter_for, letter_markdown
+from grader.letter_pdf import letter_pdf
+from grader.report_views import diff_rows, offline_markdown, points_text, problem_lines
 from grader.review import (
     REVIEW_CHOICES,
     Listing,
@@ -50,7 +53,7 @@ if not graded:
     st.stop()
 names = [e.name for e in graded]
 titles = {e.name: e.title for e in graded}
-name = kept_selectbox("Assignment", names, "review_assignment",
+name = kept_selectbox("Assignment", names, "review_assignment", "assignment",
                       format_func=lambda n: f"{titles[n]} ({n})")
 assignment = workspace.load(name)
 aid = workspace.assignment_id(name)
@@ -59,6 +62,9 @@ listing = Listing.read(store, aid, anonymous=hidden)
 everything = listing.shown
 current = listing.in_force(version_now)
 job: GradeJob | None = st.session_state.get("review_job")
+if job is None or job.finished:  # drawn afresh (a reload) while a regrade runs on: follow it
+    job = next(iter(running_jobs(workspace, name, kinds=("regrade",))), job)
+    st.session_state["review_job"] = job
 busy = job is not None and not job.finished
 
 
@@ -75,7 +81,7 @@ def _regrade(ids: list[int], with_models: bool) -> None:
 
 # -- filters -------------------------------------------------------------------------
 top = max((g.max_score for g in everything), default=0.0) or 1.0
-f1, f2, f3, f4 = st.columns(4)
+f1, f2, f3, f4 = st.columns([2, 1, 1, 2])
 low, high = f1.slider("Score", 0.0, float(top), (0.0, float(top)), key="review_score")
 review = f2.selectbox("Review", REVIEW_CHOICES, key="review_needs")
 codes = sorted({c for g in everything for c in g.flags})
@@ -113,7 +119,7 @@ if ids:
                f"grade under rubric {export_version}"
                + (" (the grades in force)." if export_version == version_now else "."))
     download_buttons(lambda: [store.get_report(i, hidden) for i in ids], titles[name], name,
-                     "review_dl")
+                     "review_dl", hidden, assignment.rubric, store.get_file)
 elif rows:
     st.caption(f"No grade under rubric {export_version} among those shown: nothing to "
                "download.")
@@ -144,8 +150,8 @@ if not rows:
     st.stop()
 
 # -- one grade -----------------------------------------------------------------------
-labels = {g.id: f"{g.display_name or g.file} ({g.file}): {g.score if g.score is not None else '-'}"
-          f" / {g.max_score:g}" for g in rows}
+labels = {g.id: f"{g.display_name or g.file} ({g.file}): {points_text(g.score, g.max_score)}"
+          for g in rows}
 gid = st.selectbox("Grade", list(labels), format_func=labels.__getitem__, key="review_grade")
 report = store.get_report(gid, hidden)
 language = assignment.language
@@ -216,3 +222,16 @@ with right:
         for line in not_carried_lines(done.carry):
             st.warning(offline_markdown(line))
         st.dataframe(diff_rows(done.before, done.after), hide_index=True, width="stretch")
+
+# -- the student's letter ---------------------------------------------------------------
+st.subheader("The student's letter (send-ready)")
+st.caption("What the student receives, as in the feedback downloads (PDF, Markdown, HTML): "
+           "points with your overrides, what was done, what is missing and where, the next "
+           "steps. Flags, review reasons, metrics and the notes of models not trusted to "
+           "judge stay on your pages.")
+letter = letter_for(report, assignment.rubric, store.get_file(report.sha256), titles[name])
+with st.container(border=True):
+    st.markdown(offline_markdown(letter_markdown(letter)))
+st.download_button("Download this letter (PDF)", lambda: letter_pdf(letter),
+                   file_name=f"{feedback_stems([report])[0]}.pdf", mime="application/pdf",
+                   key="review_letter_pdf", on_click="ignore")

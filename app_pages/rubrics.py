@@ -107,7 +107,7 @@ usable = {e.name: e for e in entries if not e.problem}
 if not usable:
     st.info("No assignment with a usable rubric yet: create one on the Grade page.")
     st.stop()
-name = kept_selectbox("Assignment", list(usable), "rubrics_assignment",
+name = kept_selectbox("Assignment", list(usable), "rubrics_assignment", "assignment",
                       format_func=lambda n: f"{usable[n].title} ({n}, {usable[n].language})")
 try:
     assignment = workspace.load(name)

@@ -61,11 +61,20 @@ def anonymous() -> bool:
     return bool(st.session_state.get("anonymise", False))
 
 
-def kept_selectbox(label: str, options: list[str], key: str, **kwargs: Any) -> str:
+def kept_selectbox(label: str, options: list[str], key: str, shared: str | None = None,
+                   **kwargs: Any) -> str:
     """A selectbox whose choice survives visits to other pages: kept under
     ``{key}_kept`` and given back to the widget when Streamlit has dropped its state.
-    A value put under ``key`` before the call (a page choosing for the user) wins."""
+    A value put under ``key`` before the call (a page choosing for the user) wins.
+    With ``shared`` (e.g. "assignment"), a choice made on one page is where the other
+    pages with the same ``shared`` open next (when it is among their options)."""
     kept = f"{key}_kept"
+    chosen = st.session_state.get(key)
+    if shared is not None:
+        if chosen in options and chosen != st.session_state.get(kept):
+            st.session_state[shared] = chosen  # chosen here now (or by the page)
+        elif st.session_state.get(shared) in options:
+            st.session_state[key] = st.session_state[shared]  # chosen on another page
     if st.session_state.get(key) not in options:
         before = st.session_state.get(kept)
         st.session_state[key] = before if before in options else options[0]
@@ -89,4 +98,15 @@ def sidebar() -> None:
                   on_change=_keep_anonymise,
                   help="Pseudonyms (Student 001, ...) replace names, ids and file names "
                        "on every page and in every export.")
-        st.caption(warm.summary())
+        st.fragment(_model_state, run_every=None if warm.done else 2.0)()
+
+
+def _model_state() -> None:
+    """The models' state in the sidebar; redrawn every 2 s while they load (a fragment:
+    the page itself is not rerun, so no click of the instructor's is lost to it), and
+    the newest failed model request of the last minutes, said plainly."""
+    warm = get_warmup()
+    (st.error if any(w.state == "failed" for w in warm.roles()) else st.caption)(
+        warm.summary())
+    if failure := warm.last_failure():
+        st.warning(failure)

@@ -71,11 +71,15 @@ _LIVE: set[GradeJob] = set()  # jobs running in this process
 _LIVE_LOCK = threading.Lock()
 
 
+def _store_file(store: Store) -> str:
+    """The store's file, resolved: two Store objects over one file are one store."""
+    return str(store.path) if str(store.path) == ":memory:" else \
+        str(Path(store.path).resolve())
+
+
 def _work_key(store: Store, *parts: object) -> str:
     """What a job does, as a key: the store's file and the job's parts."""
-    where = str(store.path) if str(store.path) == ":memory:" else \
-        str(Path(store.path).resolve())
-    return hashlib.sha256(repr((where, *parts)).encode()).hexdigest()
+    return hashlib.sha256(repr((_store_file(store), *parts)).encode()).hexdigest()
 
 
 class GradeJob:
@@ -83,14 +87,17 @@ class GradeJob:
                  options: GradeOptions, client: DisaggregatedClient | None,
                  workers: int = 1, regrade: bool = False, run: RunBatch | None = None,
                  rubric: Rubric | None = None, key: str = "",
-                 holds: int | None = None) -> None:
+                 holds: int | None = None, kind: str = "grade") -> None:
         """``collect`` gives the notebooks to grade and the files that cannot be (it runs
         in the job's thread: expanding a large ZIP does not hold the page up); ``run``
         grades them (default: a new batch in the store); ``rubric`` replaces the one in
         force (a resumed batch keeps the version it started with); ``key`` names the
         work, so that starting it again while this job runs gives this job; ``holds``: a
-        batch taken over for this job, marked interrupted again if the job fails."""
+        batch taken over for this job, marked interrupted again if the job fails; ``kind``:
+        "grade", "regrade" or "resume" (what a page that finds the job says it does)."""
         self.key = key
+        self.kind = kind
+        self.started_at = time.time()
         self.holds = holds
         self.workspace = workspace
         self.assignment = assignment
@@ -102,7 +109,7 @@ class GradeJob:
         self.run = run or (lambda grader, items: grade_batch(
             grader, items, workspace.store, workers, regrade=regrade))
         self.result = JobResult(assignment)
-        self.board = ProgressBoard()
+        self.board = ProgressBoard(models=self.client is not None)
         self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
 
     def start(self) -> GradeJob:
@@ -253,8 +260,21 @@ def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: Gra
         return items, problems
 
     key = _work_key(store, "regrade", sorted(r.submission_id for r in rows), options)
-    job = GradeJob(workspace, name, collect, options, client, workers, regrade=True, key=key)
+    job = GradeJob(workspace, name, collect, options, client, workers, regrade=True, key=key,
+                   kind="regrade")
     return job.start()
+
+
+def running_jobs(workspace: Workspace, assignment: str | None = None,
+                 kinds: Sequence[str] = ("grade", "regrade", "resume")) -> list[GradeJob]:
+    """Jobs of this process grading now into ``workspace``'s store (for ``assignment``
+    when given), oldest first: a page drawn afresh (a reload, a second tab) finds the
+    batches that run on without it."""
+    where = _store_file(workspace.store)
+    with _LIVE_LOCK:
+        jobs = [j for j in _LIVE if _store_file(j.workspace.store) == where and j.kind in kinds
+                and (assignment is None or j.assignment == assignment)]
+    return sorted(jobs, key=lambda j: j.started_at)
 
 
 def interrupted_batches(workspace: Workspace, assignment: str) -> list[BatchRow]:
@@ -301,4 +321,4 @@ def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
         return resume_batch(grader, store, batch_id, items, workers, claim=False)
 
     return GradeJob(workspace, name, collect, options, client, workers, run=run,
-                    rubric=rubric, key=key, holds=batch_id).start()
+                    rubric=rubric, key=key, holds=batch_id, kind="resume").start()

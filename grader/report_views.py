@@ -18,6 +18,7 @@ from typing import Any
 from .archive import InputProblem
 from .export import canvas_csv, feedback_zip, json_export, plain_csv, safe_stem, student_name
 from .notebook import load_both
+from .rubric import Rubric
 from .template import match_template
 from .types import GradeReport, Notebook
 
@@ -34,36 +35,30 @@ def problem_lines(problems: Sequence[InputProblem], hide_names: bool = False) ->
             for i, p in enumerate(problems, 1)]
 
 
-def result_rows(graded: Sequence[tuple[int, GradeReport]],
-                problems: Sequence[InputProblem] = (),
-                hide_names: bool = False) -> list[dict[str, Any]]:
-    """One row per report (grade id, student, score, points per criterion, flags, review),
-    then one per file that could not be read at all (numbered, not named, when
-    ``hide_names``; reports come with pseudonyms from the store)."""
+def result_rows(graded: Sequence[tuple[int, GradeReport]]) -> list[dict[str, Any]]:
+    """One row per report (grade id, student, score, points per criterion, flags, review);
+    reports come with pseudonyms from the store when names are hidden. Files that could
+    not be read at all are no rows here: ``problem_lines`` names them, with the reason."""
     rows = []
     for grade_id, r in graded:
         row: dict[str, Any] = {
             "grade": grade_id, "student": student_name(r), "file": r.file,
-            "score": r.score, "max": r.max_score, "%": percent(r.score, r.max_score),
+            "score": None if r.score is None else round(r.score, 2), "max": r.max_score,
+            "%": percent(r.score, r.max_score),
         }
-        row.update({f"{c.id} (/{c.max_points:g})": c.points for c in r.criteria})
+        row.update({f"{c.id} (/{c.max_points:g})": round(c.points, 2) for c in r.criteria})
         row.update({
             "needs review": ", ".join(r.needs_review) if r.status == "graded" else "all",
             "flags": ", ".join(dict.fromkeys(f.code for f in r.flags)),
             "status": r.status if r.status == "graded" else f"error: {r.error}",
         })
         rows.append(row)
-    for i, p in enumerate(problems, 1):
-        rows.append({"grade": None, "student": "",
-                     "file": f"unreadable file {i}" if hide_names else p.file, "score": None,
-                     "max": None, "%": None, "needs review": "", "flags": "",
-                     "status": f"not read: {p.reason}"})
     return rows
 
 
 def criterion_rows(r: GradeReport) -> list[dict[str, Any]]:
     return [{
-        "criterion": c.id, "title": c.title, "kind": c.kind, "points": c.points,
+        "criterion": c.id, "title": c.title, "kind": c.kind, "points": round(c.points, 2),
         "max": c.max_points, "needs review": c.needs_review,
         "why review": "; ".join(c.review_reasons),
         "checks": "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in c.checks),
@@ -139,24 +134,41 @@ def layer_rows(r: GradeReport) -> list[dict[str, Any]]:
 
 def diff_rows(old: GradeReport, new: GradeReport) -> list[dict[str, Any]]:
     """Criterion by criterion, what a regrade changed (criteria in either report), then
-    the total. Unchanged criteria are listed too, with a delta of 0."""
+    the total, in points and in percent of the points possible: a rubric edit may change
+    the points possible too, so a score can fall in points and rise in percent.
+    Unchanged criteria are listed too, with a change of 0."""
     before = {c.id: c for c in old.criteria}
     after = {c.id: c for c in new.criteria}
     rows = []
     for cid in dict.fromkeys([*before, *after]):
         a, b = before.get(cid), after.get(cid)
-        pa = None if a is None else a.points
-        pb = None if b is None else b.points
-        rows.append({"criterion": cid, "before": pa, "after": pb,
-                     "change": None if pa is None or pb is None else round(pb - pa, 4),
-                     "review before": bool(a and a.needs_review),
-                     "review after": bool(b and b.needs_review)})
-    delta = (None if old.score is None or new.score is None
-             else round(new.score - old.score, 4))
-    rows.append({"criterion": "total", "before": old.score, "after": new.score,
-                 "change": delta, "review before": bool(old.needs_review),
-                 "review after": bool(new.needs_review)})
+        rows.append(_diff_row(cid, None if a is None else a.points,
+                              None if a is None else a.max_points,
+                              None if b is None else b.points,
+                              None if b is None else b.max_points,
+                              bool(a and a.needs_review), bool(b and b.needs_review)))
+    rows.append(_diff_row("total", old.score, old.max_score, new.score, new.max_score,
+                          bool(old.needs_review), bool(new.needs_review)))
     return rows
+
+
+def _diff_row(what: str, pa: float | None, ma: float | None, pb: float | None,
+              mb: float | None, review_a: bool, review_b: bool) -> dict[str, Any]:
+    pct_a, pct_b = percent(pa, ma), percent(pb, mb)
+    return {"criterion": what, "before": points_text(pa, ma), "after": points_text(pb, mb),
+            "change (points)": None if pa is None or pb is None else round(pb - pa, 2),
+            "before %": pct_a, "after %": pct_b,
+            "change (% points)": None if pct_a is None or pct_b is None
+            else round(pct_b - pct_a, 1),
+            "review before": review_a, "review after": review_b}
+
+
+def points_text(points: float | None, max_points: float | None) -> str:
+    """"3.5 / 5" (rounded to 2 decimals), "-" when there is no score."""
+    if points is None:
+        return "-"
+    return f"{round(points, 2):g} / {max_points:g}" if max_points is not None else \
+        f"{round(points, 2):g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,15 +253,26 @@ class Download:
     file_name: str
     make: Callable[[], bytes]
     mime: str
+    help: str = ""
 
 
-def downloads(reports: Reports, title: str, stem: str) -> list[Download]:
-    """The files of the download buttons: Canvas CSV, full CSV, JSON, feedback ZIP.
-    ``reports`` may be a function that loads them, called when a file is made."""
+def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = None,
+              files: Callable[[str], bytes | None] | None = None) -> list[Download]:
+    """The files of the download buttons: Canvas CSV, full CSV, JSON, and the feedback
+    letters (one PDF, Markdown and HTML file per student, in one ZIP). ``reports`` may be
+    a function that loads them, called when a file is made. ``rubric`` (its point
+    precision) and ``files`` (a notebook's bytes by sha256, e.g. ``Store.get_file``) let
+    each letter name cells by position and under their heading."""
     stem = safe_stem(stem)
 
     def load() -> Sequence[GradeReport]:
         return reports() if callable(reports) else reports
+
+    def letters() -> bytes:
+        shown = load()
+        notebooks = {} if files is None else {
+            r.sha256: data for r in shown if r.sha256 and (data := files(r.sha256)) is not None}
+        return feedback_zip(shown, title, rubric, notebooks)
 
     return [
         Download("Canvas CSV", f"{stem}-canvas.csv",
@@ -258,11 +281,13 @@ def downloads(reports: Reports, title: str, stem: str) -> list[Download]:
                  "text/csv"),
         Download("JSON", f"{stem}-grades.json", lambda: json_export(load()).encode(),
                  "application/json"),
-        Download("Feedback (ZIP of HTML)", f"{stem}-feedback.zip",
-                 lambda: feedback_zip(load(), title), "application/zip"),
+        Download("Feedback letters (ZIP)", f"{stem}-feedback.zip",
+                 letters, "application/zip",
+                 "One letter per student: a PDF, the same in Markdown and in HTML."),
     ]
 
 
 __all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
            "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
-           "notebook_cells", "offline_markdown", "problem_lines", "request_rows", "result_rows"]
+           "notebook_cells", "offline_markdown", "percent", "points_text", "problem_lines",
+           "request_rows", "result_rows"]

@@ -29,7 +29,7 @@ from .jobs import JobResult, stored_input
 from .layers.base import GradeOptions
 from .notebook import load_notebook
 from .pipeline import Grader
-from .report_views import CellView, notebook_cells, percent
+from .report_views import CellView, notebook_cells, percent, points_text
 from .store import GradeRow, OverrideRow, Store
 from .store_carry import CarryResult
 from .types import GradeReport
@@ -159,7 +159,7 @@ def one_grade_per_student(store: Store, grade_ids: Sequence[int]) -> list[int]:
 def grade_rows(rows: Sequence[GradeRow]) -> list[dict[str, Any]]:
     return [{
         "grade": r.id, "student": r.display_name or r.student_id or r.file, "file": r.file,
-        "score": r.score, "max": r.max_score,
+        "score": None if r.score is None else round(r.score, 2), "max": r.max_score,
         "%": percent(r.score, r.max_score),
         "needs review": r.needs_review, "flags": ", ".join(r.flags), "overrides": r.overrides,
         "rubric": r.rubric_version, "status": r.status,
@@ -182,12 +182,14 @@ def not_carried_lines(carry: CarryResult, student: str = "") -> list[str]:
             for n in carry.not_carried]
 
 
-# A line where a student signs their work: "Name: ...", "**Student:** ...", "Author = ...";
-# in code only as a comment ("# Name: ..."), so that `name = ...` stays code.
-_SIGNATURE = (r"(?:student(?:'s)?\s+|full\s+)?(?:name|student|author)[\s*_]*[:=][\s*_]*)"
-              r"(\S.*?)\s*$")
-_SIGNED_TEXT = re.compile(r"^([\s>#*_-]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
-_SIGNED_COMMENT = re.compile(r"^(\s*#+\s*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
+# A line where a student signs their work or says who they are: "Name: ...", "**Student:**
+# ...", "Author = ...", "**Student ID:** S-00102", "Email: ...", "NetID: ..."; in code only
+# as a comment ("# Name: ..."), so that `name = ...` stays code.
+_SIGNATURE = (r"(?:student(?:'s)?[ \t]+|full[ \t]+)?"
+              r"(?:(?:name|student|author)(?:[ \t]+(?:id|number|no\.?|#|e-?mail))?"
+              r"|id|sid|net\s*id|e-?mail)[ \t*_]*[:=][ \t*_]*)(\S.*?)[ \t]*$")
+_SIGNED_TEXT = re.compile(r"^([ \t>#*_-]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
+_SIGNED_COMMENT = re.compile(r"^([ \t]*#+[ \t]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
 
 
 def _redact(text: str, names: Sequence[str], pseudonym: str, code: bool = False) -> str:
@@ -251,12 +253,18 @@ def regrade_rows(store: Store, result: JobResult, anonymous: bool = False) -> li
     for (old_id, old_version, old_score), new_id in zip(result.before, result.grade_ids,
                                                         strict=True):
         new = store.get_grade(new_id, anonymous)
+        old_max = store.get_grade(old_id).max_score
         carry = store.carry_status(new_id)
+        pct_a, pct_b = percent(old_score, old_max), percent(new.score, new.max_score)
         rows.append({"student": new.display_name or new.student_id or new.file,
-                     "rubric before": old_version, "before": old_score,
-                     "rubric after": new.rubric_version, "after": new.score,
-                     "change": None if old_score is None or new.score is None
-                     else round(new.score - old_score, 4),
+                     "rubric before": old_version, "before": points_text(old_score, old_max),
+                     "rubric after": new.rubric_version,
+                     "after": points_text(new.score, new.max_score),
+                     "change (points)": None if old_score is None or new.score is None
+                     else round(new.score - old_score, 2),
+                     "before %": pct_a, "after %": pct_b,
+                     "change (% points)": None if pct_a is None or pct_b is None
+                     else round(pct_b - pct_a, 1),
                      "overrides carried": len(carry.carried),
                      "overrides not carried": ", ".join(n.override.criterion_id
                                                         for n in carry.not_carried),

@@ -41,7 +41,7 @@ def test_upload_grades_good_files_and_names_the_bad_one(app_data):
     assert at.selectbox(key="grade_assignment").value == "r-joins"  # first bundled, sorted
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     good = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
-    at.file_uploader(key="grade_files").set_value(
+    at.file_uploader(key="grade_files_0").set_value(
         [("student042.ipynb", good, "application/x-ipynb+json"),
          ("student043.ipynb", b"{not json", "application/x-ipynb+json")])
     _options(at)
@@ -53,8 +53,11 @@ def test_upload_grades_good_files_and_names_the_bad_one(app_data):
     row = table[table["file"] == "student042.ipynb"].iloc[0]
     assert row["score"] == 20
     assert row["status"] == "graded"
-    bad = table[table["file"] == "student043.ipynb"].iloc[0]
-    assert bad["status"].startswith("not read")
+    assert list(table["file"]) == ["student042.ipynb"]  # the unreadable file: named above,
+    assert table.notna().all().all()  # and no row of "None"s in the results
+    assert any("1 file(s) could not be read" in c.value for c in at.caption)
+    # the uploader starts empty for the next batch instead of piling files onto it
+    assert not at.file_uploader(key="grade_files_1").value
     # stored, so the Review page and a restart see it
     store = Store(app_data / "grader.db")
     try:
@@ -93,9 +96,31 @@ def test_creating_an_assignment_selects_it(app_data):
         at.file_uploader(key=key).set_value((path.name, path.read_bytes(), "application/json"))
     at.button[0].click().run()
     assert not at.exception, at.exception
-    assert "Created homework-9" in at.success[0].value
+    assert "Created “Homework 9” as homework-9" in at.success[0].value
     assert at.selectbox(key="grade_assignment").value == "homework-9"
     assert json.loads((app_data / "assignments" / "homework-9" / "rubric.json").read_text())
+
+
+def test_creating_from_an_old_rubric_lists_what_was_imported_and_keeps_the_title(app_data):
+    course = ROOT.parent / "shared" / "course-r" / "strings-dates"
+    at = open_app(PAGE)
+    at.text_input(key="grade_new_title").set_value("Lesson 7: Strings and dates (R) - Fall 2026")
+    for key, path in (("grade_new_template", course / "template.ipynb"),
+                      ("grade_new_solution", course / "solution.ipynb"),
+                      ("grade_new_rubric", course / "rubric.seed-format.json")):
+        at.file_uploader(key=key).set_value((path.name, path.read_bytes(), "application/json"))
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert ("Created “Lesson 7: Strings and dates (R) - Fall 2026” as lesson-7-strings-and-dates"
+            in at.success[0].value)
+    table = next(d.value for d in at.dataframe if "what to do" in d.value.columns)
+    missed = table[table["status"] != "✅ imported"]
+    assert len(missed) > 0
+    assert (missed["what to do"].str.len() > 20).all()  # each says what to do instead
+    assert not table["what to do"].str.contains("module doc").any()
+    made = app_data / "assignments" / "lesson-7-strings-and-dates"
+    assert json.loads((made / "rubric.json").read_text())["title"] == \
+        "Lesson 7: Strings and dates (R) - Fall 2026"
 
 
 @pytest.mark.llm
@@ -108,7 +133,9 @@ def test_sample_graded_with_the_models_shows_evidence_and_measured_requests(app_
     assert status.label.startswith("Graded 1 of 1 notebooks")
     live = status.dataframe[0].value  # the live table of layers, as the job left it
     assert live["state"][0] == "graded"
-    assert all(live[layer][0].endswith(" s") for layer in ("L1", "L2", "L3", "L4"))
+    assert all(live[layer][0].startswith("done in ") for layer in (
+        "Structure (L1)", "Run in the sandbox (L2)", "Code analysis (L3)",
+        "Written feedback (L4)"))
     results = at.dataframe[1].value
     assert 0 < results["score"][0] < 20
     requests = next(d.value for d in at.dataframe if "prefill tok/s" in d.value.columns)
@@ -142,7 +169,7 @@ def test_hidden_names_stay_hidden_while_grading_and_in_results(app_data):
     at.toggle(key="_anonymise_switch").set_value(True).run()
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     good = (RETAIL / "submissions" / "partial.ipynb").read_bytes()
-    at.file_uploader(key="grade_files").set_value(
+    at.file_uploader(key="grade_files_0").set_value(
         [("doejane_12345_67890_hw1.ipynb", good, "application/x-ipynb+json"),
          ("roejohn_12346_67891_hw1.ipynb", b"[]", "application/x-ipynb+json")])
     _options(at, execute=False)
@@ -222,7 +249,8 @@ def test_the_assignment_chosen_survives_a_visit_to_another_page(app_data):
 def test_a_second_click_while_grading_grades_once(app_data, caplog):
     """Two quick clicks on Grade: the second run of the page asks for the same work while
     the first click's job runs. A job holding that work is started here first (blocked
-    until the page has asked), as the first click would have."""
+    until the page has asked for it, or follows it: a page drawn while a batch runs
+    follows that batch), as the first click would have."""
     from grader.archive import expand_uploads
     from grader.jobs import _LIVE, GradeJob, grading_key
     from grader.layers.base import GradeOptions
@@ -237,6 +265,11 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
         release.wait(120)
         files, problems = expand_uploads([(u.name, u.data) for u in ups])
         return [GradeInput.from_submission(f) for f in files], problems
+
+    class Followed(GradeJob):
+        def wait(self, since_version: int, timeout: float = 0.25):
+            release.set()  # the page follows this job instead of starting its own
+            return super().wait(since_version, timeout)
 
     class Asked(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -254,10 +287,15 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
     store = Store(app_data / "grader.db")
     try:
         ws = Workspace(store, app_data / "assignments")
-        first = GradeJob(ws, "retail-sales", collect, options, None,
+        at = open_app(PAGE)
+        at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+        at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+        _options(at, execute=False, llm=False)
+        first = Followed(ws, "retail-sales", collect, options, None,
                          key=grading_key(ws, "retail-sales", ups, options)).start()
         threading.Thread(target=watch, daemon=True).start()
-        at = _grade_sample("partial.ipynb", execute=False, llm=False)
+        at.button(key="grade_run").click().run()
+        assert not at.exception, at.exception
         deadline = time.monotonic() + 60
         while not first.finished and time.monotonic() < deadline:
             first.wait(-1, timeout=1)
@@ -276,7 +314,7 @@ def test_a_notebook_of_another_assignment_is_warned_about(app_data):
     strings = ROOT / "examples" / "r-strings-dates" / "submissions" / "complete.ipynb"
     at = open_app(PAGE)
     at.selectbox(key="grade_assignment").set_value("r-joins").run()
-    at.file_uploader(key="grade_files").set_value(
+    at.file_uploader(key="grade_files_0").set_value(
         [("student042.ipynb", strings.read_bytes(), "application/x-ipynb+json")])
     _options(at, execute=False)
     at.button(key="grade_run").click().run()

@@ -107,10 +107,11 @@ def test_regrade_shows_the_diff(graded):
     at.selectbox(key="review_grade").set_value(graded["student042"]).run()
     at.button(key="review_regrade").click().run()
     assert not at.exception, at.exception
-    diff = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    diff = next(d.value for d in at.dataframe if "change (points)" in d.value.columns)
     total = diff.set_index("criterion").loc["total"]
-    assert total["before"] == total["after"] == 20
-    assert total["change"] == 0
+    assert total["before"] == total["after"] == "20 / 20"
+    assert total["change (points)"] == 0
+    assert total["before %"] == total["after %"] == 100
 
 
 def test_no_grades_yet_says_so(app_data):
@@ -143,9 +144,11 @@ def test_after_a_rubric_edit_the_grades_in_force_are_shown_and_exported(graded, 
     changes = next(d.value for d in at.dataframe if "rubric after" in d.value.columns)
     assert set(changes["rubric after"]) == {new.version}
     by = changes.set_index("student")
-    assert by.loc["student042", "before"] == 20
-    assert by.loc["student042", "after"] == 22  # q1-regions: 2 more points of a full answer
-    assert (by["change"] >= 0).all()
+    assert by.loc["student042", "before"] == "20 / 20"
+    # q1-regions: 2 more points of a full answer, out of 2 more points possible
+    assert by.loc["student042", "after"] == "22 / 22"
+    assert by.loc["student042", "after %"] == 100
+    assert (by["change (points)"] >= 0).all()
     table = _table(at)  # by default: one grade per student, the one in force
     assert sorted(table["student"]) == ["student042", "student043", "student044"]
     assert set(table["rubric"]) == {new.version}
@@ -181,3 +184,37 @@ def test_a_regrade_carries_overrides_and_names_those_it_cannot(graded, app_data)
     audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
     assert list(audit["why"]) == ["plot checked by hand"]
     assert f"carried from grade {graded['student043']}" in audit["note"][0]
+
+
+def _letter(at) -> str:
+    """The send-ready letter as the Review page shows it (its Markdown)."""
+    return next(m.value for m in at.markdown if "\nFeedback for **" in m.value)
+
+
+def test_the_send_ready_letter_shows_what_the_student_receives(graded):
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student044"]).run()
+    assert not at.exception, at.exception
+    letter = _letter(at)
+    assert letter.startswith("# Retail sales analysis\n\nFeedback for **student044**")
+    assert "hardcoded_output" not in letter  # flags stay on the instructor's pages
+    assert "review" not in letter.lower().replace("reviewing", "")  # no review reasons
+    assert not re_unrounded(letter)
+    assert at.get("download_button")  # and the same letter as a PDF
+    # an override reaches the letter at once
+    at.text_input(key="review_who").set_value("instructor-a")
+    at.selectbox(key="review_ov_criterion").set_value("load-data")
+    at.number_input(key="review_ov_points").set_value(0.0)
+    at.text_input(key="review_ov_reason").set_value("files loaded from absolute paths")
+    _save_override(at)
+    assert not at.error, [e.value for e in at.error]
+    assert "## Load the three data files — 0 / 2" in _letter(at)
+    at.toggle(key="_anonymise_switch").set_value(True).run()
+    assert "student044" not in _letter(at)
+
+
+def re_unrounded(text: str) -> list[str]:
+    """Scores with more decimals than the rubric's (its points are whole numbers)."""
+    import re
+
+    return re.findall(r"\b\d+\.\d{2,}\s*/\s*\d+", text)

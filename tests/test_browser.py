@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -160,12 +161,20 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             assert rows[0][-1] == "Retail sales analysis"
             assert rows[1][0] == "Points Possible"
             assert rows[1][-1] == "20"
-            assert float(rows[2][-1]) == points
+            assert abs(float(rows[2][-1]) - points) < 0.006  # the page rounds to 2 decimals
             assert rows[2][0] == "partial"
 
             # the notebook beside its grade, its remote image not fetched
             page.get_by_role("link", name="Review").click()
             expect(page.get_by_text("image not loaded: tracker")).to_be_visible(timeout=60_000)
+
+            # the student's letter, as the student will read it
+            letter = page.get_by_test_id("stMarkdownContainer").filter(
+                has_text="Feedback for").first
+            letter.scroll_into_view_if_needed(timeout=30_000)
+            text = letter.inner_text()
+            _assert_send_ready(text)
+            letter.screenshot(path=str(ARTIFACTS / "letter.png"))
 
             page.get_by_role("link", name="Dashboard").click()
             expect(page.get_by_role("heading", name="Dashboard")).to_be_visible(timeout=60_000)
@@ -179,7 +188,27 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
     assert outside == []
     assert (ARTIFACTS / "results.png").stat().st_size > 10_000
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "letter.png").stat().st_size > 10_000
     if os.environ.get("UPDATE_SCREENSHOTS"):  # the README's pictures
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ARTIFACTS / "results.png", SCREENSHOTS / "grade.png")
         shutil.copyfile(ARTIFACTS / "dashboard.png", SCREENSHOTS / "dashboard.png")
+        shutil.copyfile(ARTIFACTS / "letter.png", SCREENSHOTS / "letter.png")
+
+
+def _assert_send_ready(text: str) -> None:
+    """The letter of the graded submission (partial work, graded with the bundled models,
+    which only advise): no model text, scores rounded as the rubric's whole points, and
+    each question's section quoting that question's answer only."""
+    assert "Feedback for" in text
+    assert "language model" not in text  # the advisory route's notes stay off the letter
+    for said in ("not met", "strength:", "verdict", '": "', "hardcoded_output"):
+        assert said not in text.lower(), said  # model JSON, flag codes
+    assert not re.findall(r"\b\d+\.\d+\s*/\s*\d+", text)  # whole points, as the rubric's
+    sections = re.split(r"\n(?=Question \d)", text)
+    q1 = next(s for s in sections if s.startswith("Question 1"))
+    q2 = next(s for s in sections if s.startswith("Question 2"))
+    answer1 = "East has the highest revenue"  # the submission's answer to question 1
+    assert answer1 in q1
+    assert answer1 not in q2  # question 2 is unanswered: nothing of question 1 in it
+    assert "not answered" in q2

@@ -54,14 +54,38 @@ def test_board_folds_events_from_many_threads():
     assert snap.done == 0
     assert snap.fraction == 0.0
     rows = {r["notebook"]: r for r in snap.rows()}
-    assert rows["a.ipynb"]["L1"] == "0.5 s"
-    assert rows["b.ipynb"]["L3"] == "failed: BackendError: down"
+    assert rows["a.ipynb"]["Structure (L1)"] == "done in 0.5 s"
+    assert rows["a.ipynb"]["Run in the sandbox (L2)"] == "running"  # L1 ended, L2 has not
+    assert rows["a.ipynb"]["Written feedback (L4)"] == "waiting"  # L2 has not ended
+    assert rows["b.ipynb"]["Code analysis (L3)"] == "failed: BackendError: down"
+    assert "running the notebook in the sandbox" in snap.headline()
+    assert "a.ipynb" not in snap.headline(hide_names=True)
     nb = snap.current()
     assert nb is not None
     assert nb.tokens["L3"] == 500
     assert len(nb.streams["L3"]) == STREAM_CHARS  # only the tail is kept
     assert all("tokens" not in line for line in snap.log)  # tokens are not log lines
     assert board.snapshot().version == snap.version  # no change, same version
+
+
+def test_board_says_in_words_what_each_layer_does():
+    board = ProgressBoard()
+    board.set_total(1)
+    board.apply(GradeEvent("a.ipynb", "start"))
+    board.apply(GradeEvent("a.ipynb", "layer", "L1", "8 of 8", 0.2))
+    board.apply(GradeEvent("a.ipynb", "layer", "L2", "8 of 8", 3.0))
+    for _ in range(7):
+        board.apply(GradeEvent("a.ipynb", "tokens", "L3", '"strength": "'))
+    row = board.snapshot().rows()[0]
+    assert row["Code analysis (L3)"] == "writing (7 tokens)"
+    assert row["Written feedback (L4)"] == "running"
+    headline = board.snapshot().headline()
+    assert "the code model is writing (7 tokens)" in headline
+    assert "the feedback model is reading" in headline
+    assert '"strength"' not in headline + " ".join(row.values())  # no raw model JSON
+    off = ProgressBoard(models=False)
+    off.apply(GradeEvent("b.ipynb", "start"))
+    assert off.snapshot().rows()[0]["Code analysis (L3)"] == "off"
 
 
 def test_job_grades_good_files_names_bad_ones_and_saves_everything(ws: Workspace):
@@ -85,9 +109,9 @@ def test_job_grades_good_files_names_bad_ones_and_saves_everything(ws: Workspace
     assert [line for line in final.log if "L2" in line and "student042" in line]
     stored = dict(r.stored(ws.store))
     assert [rep.score for rep in stored.values()] == [20.0, 0.0]
-    rows = result_rows(r.stored(ws.store), r.problems)
-    assert [row["status"].split(":")[0] for row in rows] == ["graded", "graded", "not read",
-                                                              "not read"]
+    rows = result_rows(r.stored(ws.store))
+    assert [row["status"] for row in rows] == ["graded", "graded"]  # unreadable: no rows
+    assert all(row["grade"] is not None for row in rows)
     # the same files again: already graded under this rubric, reused not regraded
     again = start_grading(ws, "retail-sales", ups[:2], GradeOptions(), None)
     while not again.finished:
@@ -137,9 +161,11 @@ def test_downloads_hold_canvas_csv_json_and_a_feedback_page_each(ws: Workspace):
     canvas = list(csv.reader(io.StringIO(files["Canvas CSV"].make().decode())))
     assert [row[0] for row in canvas[2:]] == ["Student 001", "Student 002"]
     assert files["Canvas CSV"].file_name == "retail_sales-canvas.csv"
-    with zipfile.ZipFile(io.BytesIO(files["Feedback (ZIP of HTML)"].make())) as z:
+    with zipfile.ZipFile(io.BytesIO(files["Feedback letters (ZIP)"]
+                                    .make())) as z:
         names = z.namelist()
-        assert names == ["feedback/Student_001.html", "feedback/Student_002.html"]
+        assert sorted(names) == sorted(f"feedback/Student_00{i}.{ext}" for i in (1, 2)
+                                       for ext in ("pdf", "md", "html"))
         assert b"student04" not in b"".join(z.read(n) for n in names)
 
 
@@ -183,8 +209,9 @@ def test_review_filters_regrade_diff_and_redaction(ws: Workspace):
     done = regrade(ws.store, ws, gid, GradeOptions())
     rows = {r["criterion"]: r for r in diff_rows(done.before, done.after)}
     assert done.grade_id == gid  # same rubric: the grade is replaced, overrides kept
-    assert rows["total"]["before"] == rows["total"]["after"] == 18.0
-    assert rows["load-data"]["change"] == 0
+    assert rows["total"]["before"] == rows["total"]["after"] == "18 / 20"
+    assert rows["total"]["before %"] == rows["total"]["after %"] == 90.0
+    assert rows["load-data"]["change (points)"] == 0
 
 
 def test_regrading_uses_the_stored_bytes_and_the_rubric_in_force(ws: Workspace):
@@ -206,7 +233,11 @@ def test_regrading_uses_the_stored_bytes_and_the_rubric_in_force(ws: Workspace):
     assert all(b[1] == rubric.version for b in again.result.before)
     rows = regrade_rows(ws.store, again.result)
     assert [r["rubric after"] for r in rows] == [new.version, new.version]
-    assert rows[0]["change"] == -1.0  # student042 had the full 2 points of load-data
+    # student042 had the full 2 points of load-data: one point fewer, of one point fewer
+    assert rows[0]["change (points)"] == -1.0
+    assert rows[0]["before"] == "20 / 20"
+    assert rows[0]["after"] == "19 / 19"
+    assert rows[0]["change (% points)"] == 0.0
     assert set(again.result.grade_ids).isdisjoint(old)  # new grades; the old ones stay
 
 
@@ -292,3 +323,20 @@ def test_student_markdown_never_makes_the_browser_fetch_an_image(text, shown):
     from grader.report_views import offline_markdown
 
     assert offline_markdown(text) == shown
+
+
+def test_hidden_names_cover_id_and_email_lines_and_keep_the_layout():
+    from grader.review import _redact
+
+    text = ("# Homework\n\n**Student Name:** Bex Tremaine\n\n**Student ID:** S-00102\n\n"
+            "Email: someone@example.edu\nNet ID = xy12\nThe ID column: kept")
+    hidden = _redact(text, [], "Student 002")
+    assert "S-00102" not in hidden
+    assert "Bex Tremaine" not in hidden
+    assert "someone@example.edu" not in hidden
+    assert "xy12" not in hidden
+    assert "**Student ID:** Student 002" in hidden
+    assert "The ID column: kept" in hidden  # only a line that starts with the label
+    assert hidden.count("\n") == text.count("\n")  # blank lines are not swallowed
+    code = _redact("# Student ID: S-1\nstudent_id = 'S-1'", [], "Student 002", code=True)
+    assert code == "# Student ID: Student 002\nstudent_id = 'S-1'"

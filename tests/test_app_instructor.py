@@ -1,0 +1,125 @@
+"""What the instructor reads on the Grade and Review pages (issue 11): a batch that runs on
+after a reload, the intro, the sidebar's model state, the Canvas CSV under pseudonyms."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.archive import expand_uploads
+from grader.batch import grade_batch
+from grader.jobs import GradeJob, running_jobs
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput
+from grader.store import Store
+from grader.workspace import Workspace
+from inference import DisaggregatedClient, RequestMetrics
+from inference.warmup import Warmup
+from tests.conftest import make_config, open_app
+
+ROOT = Path(__file__).resolve().parents[1]
+RETAIL = ROOT / "examples" / "retail-sales"
+PAGE = "app_pages/grade.py"
+
+
+class FollowedJob(GradeJob):
+    """A real grading job that starts grading only once a page follows it (``wait``):
+    so the page is sure to find it running, however slowly the app starts."""
+
+    followed = threading.Event()
+
+    def wait(self, since_version: int, timeout: float = 0.25):
+        self.followed.set()
+        return super().wait(since_version, timeout)
+
+
+@pytest.mark.slow
+def test_a_page_drawn_afresh_follows_the_batch_that_runs_on(app_data: Path):
+    store = Store(app_data / "grader.db")
+    ws = Workspace(store)
+    data = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
+
+    def collect():
+        files, problems = expand_uploads([("student042.ipynb", data)])
+        return [GradeInput.from_submission(f) for f in files], problems
+
+    def run(grader, items):
+        assert FollowedJob.followed.wait(120), "no page followed the job"
+        return grade_batch(grader, items, store, 1)
+
+    FollowedJob.followed.clear()
+    job = FollowedJob(ws, "retail-sales", collect, GradeOptions(execute=False, use_llm=False),
+                      None, run=run).start()
+    try:
+        assert running_jobs(ws, "retail-sales") == [job]
+        at = open_app(PAGE)  # a new session: nothing of the job in its state
+        assert not at.exception, at.exception
+        assert job.finished
+        (status,) = at.status
+        assert status.label.startswith("Graded 1 of 1 notebooks")
+        results = at.dataframe[1].value
+        assert list(results["file"]) == ["student042.ipynb"]
+        assert results["score"][0] == job.result.reports[0].score > 0
+        assert running_jobs(ws) == []  # a finished job is no longer running
+    finally:
+        FollowedJob.followed.set()
+        while not job.finished:
+            time.sleep(0.05)
+        store.close()
+
+
+def test_the_intro_names_the_example_that_is_chosen(app_data: Path):
+    at = open_app(PAGE)
+    chosen = at.selectbox(key="grade_assignment")
+    intro = next(c.value for c in at.caption if c.value.startswith("New here?"))
+    label = chosen.format_func(chosen.value)  # "<title> (<name>, <language>, example)"
+    assert f"*{label[: label.rindex(' (')]}*" in intro
+    chosen.set_value("retail-sales").run()
+    intro = next(c.value for c in at.caption if c.value.startswith("New here?"))
+    assert "*Retail sales analysis*" in intro
+
+
+def test_hidden_names_warn_that_canvas_cannot_import_the_csv(app_data: Path):
+    at = open_app(PAGE)
+    at.toggle(key="_anonymise_switch").set_value(True).run()
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.multiselect(key="grade_samples").set_value(["complete.ipynb"])
+    at.checkbox(key="grade_execute").set_value(False)
+    at.checkbox(key="grade_llm").set_value(False)
+    at.button(key="grade_run").click().run()
+    assert not at.exception, at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert "cannot import this Canvas CSV" in warned
+    at.toggle(key="_anonymise_switch").set_value(False).run()
+    assert "cannot import this Canvas CSV" not in " ".join(w.value for w in at.warning)
+
+
+def test_the_sidebar_says_which_model_request_failed_and_when(tmp_path: Path):
+    client = DisaggregatedClient(make_config(tmp_path, {"code": {}, "feedback": {}}))
+    try:
+        warm = Warmup(client)
+        assert warm.last_failure() == ""
+        now = time.time()
+        client.history.record(RequestMetrics(
+            request_id="r1", role="feedback", started_at=now - 200, finished_at=now - 190,
+            error="ContextOverflowError: prompt of 2400 tokens over n_ctx 2048"))
+        line = warm.last_failure(now=now)
+        assert line.startswith("Last model request failed 3 min ago, role feedback")
+        assert "ContextOverflowError" in line
+        assert warm.last_failure(within_s=60, now=now) == ""  # an old failure is not news
+    finally:
+        client.close()
+
+
+def test_the_assignment_chosen_on_one_page_is_where_the_others_open(app_data: Path):
+    at = open_app(PAGE)
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    at.switch_page("app_pages/rubrics.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="rubrics_assignment").value == "retail-sales"
+    at.selectbox(key="rubrics_assignment").set_value("r-strings-dates").run()
+    at.switch_page("app_pages/grade.py").run()
+    assert at.selectbox(key="grade_assignment").value == "r-strings-dates"
