@@ -1,14 +1,17 @@
 """Dashboard: the engine's workers and remote servers (with their timeline, KV links and
-route decisions), its measured speeds and latencies, the request history and the LLM
-layers' parallel efficiency per graded notebook, refreshed live (pausable); a test prompt
-through the disaggregated path. The numbers: ``inference.dashboard``,
-``inference.dashboard_servers`` and ``grader.llm_stats``."""
+route decisions), the grading itself (notebooks per minute, seconds per notebook and
+layer, failed files, the queue), its measured speeds and latencies, the request history
+and the LLM layers' parallel efficiency per graded notebook, refreshed live (pausable); a
+test prompt through the disaggregated path. The numbers: ``inference.dashboard``,
+``inference.dashboard_servers``, ``grader.grading_stats`` and ``grader.llm_stats``."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared import anonymous, get_client, get_store, sidebar
+from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
+from grader import grading_stats as grading
+from grader.jobs import running_jobs
 from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
 from inference import dashboard as dash
@@ -74,7 +77,8 @@ def workers_section(health: list[WorkerHealth]) -> None:
                 st.metric("Last latency", card.last_latency)
                 m1, m2, m3 = st.columns(3)
                 m1.metric("Queue", card.queue)
-                m2.metric("Requests", card.requests)
+                m2.metric("Served", card.requests, help="Requests served since the "
+                                                        "app started")
                 m3.metric("Errors", card.errors)
 
 
@@ -106,6 +110,51 @@ def servers_section() -> None:
                     st.warning(machines.plain(card.degraded_reason))
                 if card.error_line:
                     st.caption(machines.plain(f"Last error: {card.error_line}"))
+
+
+def grading_section() -> None:
+    st.subheader("Grading")
+    view = grading.grading_view(store, anonymous=anonymous())
+    jobs = running_jobs(get_workspace())
+    if view.empty and not jobs:
+        st.info("No grades yet: grade notebooks on the Grade page. How fast they are "
+                "graded, each layer's seconds, failed files and the queue appear here.")
+        return
+    for col, card in zip(st.columns(4), grading.metric_cards(view), strict=True):
+        col.metric(card.label, card.value, help=card.help)
+    if view.running or jobs or view.interrupted:
+        st.markdown("**Queue**")
+        if view.running:
+            st.caption("Batches being graded now (by this app or another grader on the same "
+                       "store): notebooks done, failed before grading, and left.")
+            st.dataframe(grading.queue_rows(view.running), hide_index=True, width="stretch")
+        if jobs:
+            st.caption("Grading jobs of this app: the files read so far and the notebooks "
+                       "graded.")
+            st.dataframe(grading.job_rows(jobs), hide_index=True, width="stretch")
+        if view.interrupted:
+            st.caption(f"{view.interrupted} interrupted batch(es) with notebooks left: resume "
+                       "them on the Grade page.")
+    if view.batches:
+        st.markdown("**Last batches**")
+        st.caption("Notebooks per minute over each batch's wall time, from its start to its "
+                   "last grade (to now while it runs).")
+        if any(b.rate.per_minute is not None for b in view.batches):
+            st.plotly_chart(grading.rate_figure(view.batches), key="dash_grading_rate")
+        st.dataframe(grading.batch_rows(view.batches), hide_index=True, width="stretch")
+    if view.layers:
+        st.markdown("**Seconds per notebook, by layer**")
+        st.caption("Over the newest graded notebooks. L2 is the run in the sandbox; the "
+                   "model layers' seconds are the engine's measurement of their requests.")
+        st.dataframe(grading.layer_rows(view.layers), hide_index=True, width="stretch")
+    st.markdown("**Failed files**")
+    if view.failed:
+        st.caption("Newest first: notebooks graded without a score, and batch items that "
+                   "failed before grading, with the reason.")
+        st.dataframe(grading.failed_rows(view.failed), hide_index=True, width="stretch")
+    else:
+        st.caption("None recorded. (A file an upload could not read at all is named on the "
+                   "Grade page, beside that upload's grades.)")
 
 
 def timeline_section() -> None:
@@ -198,6 +247,7 @@ def live_view() -> None:
     servers_section()
     timeline_section()
     routing_section()
+    grading_section()
     requests_section()
     notebooks_section()
 

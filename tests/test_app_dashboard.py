@@ -60,7 +60,7 @@ def test_the_live_view_of_a_filled_history(app_data: Path):
     names = " ".join(m.value for m in at.markdown)
     for worker in ("code/prefill", "code/decode", "feedback/prefill", "feedback/decode"):
         assert f"**{worker}**" in names
-    assert {m.label for m in at.metric} >= {"Last latency", "Queue", "Requests", "Errors"}
+    assert {m.label for m in at.metric} >= {"Last latency", "Queue", "Served", "Errors"}
     assert len(at.get("plotly_chart")) == 2  # throughput, latency
     history = table(at, "request")
     assert len(history) == 40  # the last hour: the two-day-old ones are outside
@@ -184,4 +184,4 @@ def test_a_prompt_goes_through_the_disaggregated_path(app_data: Path):
     assert history["decode tokens"][0] > 0
     assert len(at.get("plotly_chart")) == 2
     # The cards count what the workers served: the prefill and the decode worker, once each.
-    assert sum(int(m.value) for m in at.metric if m.label == "Requests") == 2
+    assert sum(int(m.value) for m in at.metric if m.label == "Served") == 2
