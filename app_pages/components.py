@@ -21,6 +21,7 @@ from grader.report_views import (
     model_rows,
     offline_markdown,
     percent,
+    points_text,
     request_rows,
 )
 from grader.rubric import Rubric
@@ -35,7 +36,7 @@ def report_detail(r: GradeReport, key: str) -> None:
         return
     c1, c2, c3 = st.columns([2, 1, 1])
     pct = percent(r.score, r.max_score)
-    c1.metric("Score", f"{round(r.score or 0, 2):g} / {r.max_score:g}",
+    c1.metric("Score", points_text(r.score, r.max_score),
               None if pct is None else f"{pct:g}%", delta_color="off", delta_arrow="off")
     c2.metric("To review", len(r.needs_review), help="Criteria that need your review")
     c3.metric("Flags", len(r.flags))
