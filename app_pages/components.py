@@ -1,7 +1,7 @@
 """Streamlit pieces the Grade and Review pages share: a job's live progress, a report's
 detail, downloads.
 
-Drawing only; the rows come from grader.report_views.
+Drawing only; the rows come from grader.views.reports.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from grader.jobs import GradeJob
-from grader.model_state import model_states
-from grader.report_views import (
+from grader.rubrics.schema import Rubric
+from grader.service.jobs import GradeJob
+from grader.types import GradeReport
+from grader.views.model_state import model_states
+from grader.views.reports import (
     Reports,
     criterion_rows,
     downloads,
@@ -24,8 +26,6 @@ from grader.report_views import (
     points_text,
     request_rows,
 )
-from grader.rubric import Rubric
-from grader.types import GradeReport
 
 
 def report_detail(r: GradeReport, key: str) -> None:

@@ -3,21 +3,21 @@ route decisions), the grading itself (notebooks per minute, seconds per notebook
 layer, failed files, the queue), its measured speeds and latencies, the request history
 and the LLM layers' parallel efficiency per graded notebook, refreshed live (pausable); a
 test prompt through the disaggregated path. The numbers: ``inference.dashboard``,
-``inference.dashboard_servers``, ``grader.grading_stats`` and ``grader.llm_stats``."""
+``inference.dashboard.servers``, ``grader.views.grading`` and ``grader.views.model_timings``."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
-from grader import grading_stats as grading
-from grader.jobs import running_jobs
-from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
+from grader.service.jobs import running_jobs
+from grader.views import grading as grading
+from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
-from inference import dashboard as dash
-from inference import dashboard_servers as machines
+from inference.dashboard import requests as dash
+from inference.dashboard import servers as machines
+from inference.dashboard.rows import metrics_rows
 from inference.types import WorkerHealth
-from inference.views import metrics_rows
 
 sidebar()
 client = get_client()

@@ -2,7 +2,7 @@
 
 The assignment chosen survives visits to other pages (``grade_assignment_kept``);
 the Grade button is disabled while a job runs, and starting the same work twice
-gives the running job (grader.jobs), so two quick clicks grade once.
+gives the running job (grader.service.jobs), so two quick clicks grade once.
 """
 
 from __future__ import annotations
@@ -23,17 +23,17 @@ from app_pages.shared import (
     sidebar,
 )
 from grader.errors import GraderError, RubricError
-from grader.jobs import (
+from grader.layers.base import GradeOptions
+from grader.service.jobs import (
     GradeJob,
     interrupted_batches,
     running_jobs,
     start_grading,
     start_resuming,
 )
-from grader.layers.base import GradeOptions
-from grader.report_views import offline_markdown, problem_lines, result_rows
-from grader.review import one_grade_per_student
-from grader.workspace import Upload
+from grader.service.review import one_grade_per_student
+from grader.service.workspace import Upload
+from grader.views.reports import offline_markdown, problem_lines, result_rows
 
 sidebar()
 workspace, store = get_workspace(), get_store()

@@ -1,6 +1,6 @@
 """Streamlit drawing of an old-system rubric import: what was and was not carried over.
 
-Drawing only; the rows come from grader.rubric_import_items (``table_rows``). Used by
+Drawing only; the rows come from grader.rubrics.import_items (``table_rows``). Used by
 the Rubrics page's import and the Grade page's "Create an assignment from files".
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from grader.rubric_import import ImportReport
-from grader.rubric_import_items import IMPORTED, table_rows
+from grader.rubrics.import_items import IMPORTED, table_rows
+from grader.rubrics.import_seed import ImportReport
 
 _STATUS = {IMPORTED: "✅ imported"}
 _NOT_CARRIED = "⚠️ not carried over"

@@ -20,13 +20,12 @@ from app_pages.shared import (
     sidebar,
 )
 from grader.errors import GraderError
-from grader.export import feedback_stems
-from grader.jobs import GradeJob, running_jobs, start_regrading
+from grader.exports.formats import feedback_stems
 from grader.layers.base import GradeOptions
-from grader.letter import letter_for, letter_markdown
-from grader.letter_pdf import letter_pdf
-from grader.report_views import diff_rows, offline_markdown, points_text, problem_lines
-from grader.review import (
+from grader.letters.build import letter_for, letter_markdown
+from grader.letters.pdf import letter_pdf
+from grader.service.jobs import GradeJob, running_jobs, start_regrading
+from grader.service.review import (
     REVIEW_CHOICES,
     Listing,
     ReviewFilter,
@@ -38,6 +37,7 @@ from grader.review import (
     regrade_rows,
     submission_cells,
 )
+from grader.views.reports import diff_rows, offline_markdown, points_text, problem_lines
 
 IN_FORCE, ALL_VERSIONS = "in force", "all versions"
 

@@ -1,7 +1,7 @@
 """Rubrics: edit the rubric in force, see whose score an edit would move, save it as a new
 version; import the old system's rubric files. (Session keys: ``rubrics_*``.)
 
-The tables and their validation are grader.rubric_edit's, the preview grader.rescore's,
+The tables and their validation are grader.rubrics.edit's, the preview grader.service.rescore's,
 the import's table app_pages.import_view's. An imported old-system rubric keeps the title
 of the rubric in force (the title field can change it).
 Every widget of the editor is keyed by its draft (``draft_key``: the assignment and a
@@ -21,25 +21,19 @@ import streamlit as st
 from app_pages.import_view import show_import
 from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
-from grader.report_views import offline_markdown
-from grader.rescore import (
-    changes,
-    mover_rows,
-    movers_summary,
-    preview_rescore,
-    preview_rows,
-    unmoved_line,
-)
-from grader.rubric import KINDS, Rubric
-from grader.rubric_edit import (
+from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,
     EditProblem,
     rows_from_rubric,
     rubric_from_rows,
 )
-from grader.rubric_import import ImportReport
-from grader.workspace import Upload, read_rubric_upload
+from grader.rubrics.import_seed import ImportReport
+from grader.rubrics.schema import KINDS, Rubric
+from grader.service.movers import mover_rows, movers_summary, unmoved_line
+from grader.service.rescore import changes, preview_rescore, preview_rows
+from grader.service.workspace import Upload, read_rubric_upload
+from grader.views.reports import offline_markdown
 
 sidebar()
 workspace = get_workspace()

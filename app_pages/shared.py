@@ -17,8 +17,8 @@ from typing import Any
 
 import streamlit as st
 
-from grader.store import Store
-from grader.workspace import Workspace
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 from inference import DisaggregatedClient, load_config
 from inference.config import data_dir
 from inference.warmup import Warmup

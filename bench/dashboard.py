@@ -39,17 +39,16 @@ from typing import Any
 import plotly.io
 import plotly.tools
 
-from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
-from grader.store import Store
+from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
+from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import DisaggregatedClient, RequestMetrics, default_config
-from inference import dashboard as dash
+from inference.dashboard import requests as dash
 from inference.metrics import MetricsHistory
 
 from .report import emit, parser
 
 log = logging.getLogger("bench.dashboard")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def fill_history(db: Path, n: int, now: float) -> None:
@@ -144,15 +143,10 @@ def bench_app(data: Path, repeat: int) -> dict[str, float]:
     os.environ["GRADER_DATA_DIR"] = str(data)
     os.environ.pop("GRADER_CONFIG", None)
     import streamlit as st
-    from streamlit.testing.v1 import AppTest
 
-    from app_pages.shared import get_warmup
+    from .apptest import open_page
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    at.switch_page("app_pages/dashboard.py")
-    at.run()
-    get_warmup().wait(300)  # the models load in the background; let them finish first
+    at = open_page("dashboard")  # once the models, loading in the background, are ready
     at.selectbox(key="dash_window").set_value("Last 24 hours").run()  # all the requests
     if at.exception:
         raise RuntimeError(f"the page failed: {at.exception}")

@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.batch import grade_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rubric import dumps
-from grader.store import Store
-from grader.workspace import Workspace
+from grader.rubrics.schema import dumps
+from grader.service.batch import grade_batch
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 
 from .report import emit, parser
 
@@ -77,15 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         log.info("grading one notebook and storing it for %d students...", args.students)
         fill_store(data, args.students)
         import streamlit as st
-        from streamlit.testing.v1 import AppTest
 
-        from app_pages.shared import get_warmup
+        from .apptest import open_page
 
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-        at.run()
-        at.switch_page("app_pages/review.py")
-        at.run()
-        get_warmup().wait(300)  # the models load in the background; let them finish first
+        at = open_page("review")  # once the models, loading in the background, are ready
         shown = timed_reruns(at, repeat)
         listed = len(at.dataframe[0].value)
         at.toggle(key="_anonymise_switch").set_value(True).run()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RubricError
-from .rubric import Rubric, _as_tuple, load_rubric
+from .rubrics.schema import Rubric, _as_tuple, load_rubric
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,20 +28,20 @@ from typing import Any
 
 from inference import DisaggregatedClient, load_config
 
-from .agreement import cmd_agreement, parse_step
-from .archive import InputProblem, SubmissionFile, expand_inputs
 from .assignment import load_assignment
-from .batch import grade_batch
 from .errors import GraderError, RubricError
-from .export import write_exports
+from .exports.formats import write_exports
 from .layers.base import GradeOptions
-from .letter_pdf import FontError
+from .letters.pdf import FontError
+from .notebooks.archive import InputProblem, SubmissionFile, expand_inputs
 from .pipeline import GradeInput, Grader
-from .rubric import save_rubric
-from .rubric_import import import_seed_file, report_lines
+from .rubrics.import_seed import import_seed_file, report_lines
+from .rubrics.schema import save_rubric
 from .scoring import error_report
-from .store import Store
+from .service.batch import grade_batch
+from .store.database import Store
 from .types import GradeReport
+from .views.agreement import cmd_agreement, parse_step
 
 log = logging.getLogger("grader.cli")
 LAYER_FIELDS = ("started_at", "finished_at", "prefill_tps", "decode_tps", "route",

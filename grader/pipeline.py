@@ -23,12 +23,13 @@ from pathlib import Path
 
 from inference import DisaggregatedClient
 
-from .archive import SubmissionFile
+from .analysis.template import match_template
 from .assignment import Assignment
 from .errors import NotebookError, RubricError
 from .events import EventSink, GradeEvent
-from .injection import injection_flag
-from .injection_places import fresh_outputs, scan_context
+from .integrity.injection import injection_flag
+from .integrity.injection_places import fresh_outputs, scan_context
+from .integrity.template_fit import template_fit, unlike_template_flag
 from .layers.base import (
     AssignmentContext,
     GradeOptions,
@@ -39,11 +40,10 @@ from .layers.base import (
 from .layers.llm import LLMLayers
 from .layers.outputs import OutputLayer
 from .layers.structure import StructureLayer
-from .notebook import load_checked, load_notebook, load_notebook_node
+from .notebooks.archive import SubmissionFile
+from .notebooks.load import load_checked, load_notebook, load_notebook_node
 from .safe_text import shown_name
 from .scoring import build_report, error_report
-from .template import match_template
-from .template_fit import template_fit, unlike_template_flag
 from .types import Flag, GradeReport, LayerResult
 
 log = logging.getLogger(__name__)

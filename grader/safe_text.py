@@ -14,7 +14,7 @@ break one of these writers or fool the person reading:
   (a 300-character name is longer than a file system allows).
 
 Notebook text is cleaned once, where it enters (``clean_text``/``clean_tree``,
-used by ``grader.notebook``): surrogates and C0 controls other than TAB, LF, CR,
+used by ``grader.notebooks.load``): surrogates and C0 controls other than TAB, LF, CR,
 FF and ESC become U+FFFD, and the number replaced is recorded so that the
 instructor can be told. ESC is kept because outputs need it until ANSI escapes
 are removed (``strip_ansi``), which also removes a stray ESC.

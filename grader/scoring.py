@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from .rubric import Check, Criterion, Rubric
+from .rubrics.schema import Check, Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
 CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2"}

@@ -9,9 +9,16 @@ Never imports streamlit; llama.cpp is imported only when an embedded route
 serves its first request.
 """
 
-from .backends import Backend, backend_names, register_backend
+from .backends import Backend
 from .client import DisaggregatedClient
-from .config import EngineConfig, RouteConfig, default_config, load_config, parse_config
+from .config import (
+    EngineConfig,
+    RouteConfig,
+    data_dir,
+    default_config,
+    load_config,
+    parse_config,
+)
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -30,6 +37,7 @@ from .errors import (
 )
 from .metrics import HistoryFilter, MetricsHistory, percentile, summarize
 from .models import BUILTIN_MODELS, ModelSpec
+from .registry import backend_names, register_backend
 from .types import (
     ChatMessage,
     GenerationRequest,
@@ -69,6 +77,7 @@ __all__ = [
     "UnknownRoleError",
     "WorkerHealth",
     "backend_names",
+    "data_dir",
     "default_config",
     "load_config",
     "parse_config",

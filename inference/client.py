@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from .backends import Backend, TokenCallback, backend_names, create_backend
+from .backends import Backend, TokenCallback
 from .cluster.cluster import Cluster
 from .config import EngineConfig, RouteConfig, load_config
 from .errors import (
@@ -30,6 +30,7 @@ from .errors import (
 )
 from .grammar import check_schema
 from .metrics import MetricsHistory
+from .registry import backend_names, create_backend
 from .threads import ThreadBudget
 from .types import GenerationRequest, GenerationResult, RequestMetrics, WorkerHealth
 

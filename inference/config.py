@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .cluster.endpoint import Endpoint, Timeouts
+from .endpoint import Endpoint, Timeouts
 from .errors import ConfigError
 from .models import BUILTIN_MODELS, DEFAULT_MODEL, ModelSpec, get_model, spec_from_config
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.store import Store
-from grader.workspace import Workspace
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 from inference import DisaggregatedClient, EngineConfig, RouteConfig
 from inference.models import BUILTIN_MODELS
 

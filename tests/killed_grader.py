@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.workspace import Workspace
+from grader.service.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 

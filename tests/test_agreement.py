@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.agreement import (
+from grader.errors import InputError
+from grader.views.agreement import (
     Grades,
     Human,
     Row,
@@ -27,7 +28,6 @@ from grader.agreement import (
     ranks,
     spearman,
 )
-from grader.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 

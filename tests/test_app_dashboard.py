@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from grader.store import Store
+from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
 from inference.metrics import MetricsHistory
 from inference.types import RequestMetrics

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from grader.store import Store
+from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
 from tests.conftest import open_app
 

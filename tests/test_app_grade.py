@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.store import Store
+from grader.store.database import Store
 from tests.conftest import open_app
 from tests.killed_grader import killed_batch
 
@@ -204,7 +204,7 @@ def test_an_r_assignment_is_graded_on_the_page(app_data):
 @pytest.mark.slow
 def test_a_batch_stopped_with_the_app_is_offered_and_resumed(app_data):
     from grader.pipeline import GradeInput
-    from grader.workspace import Workspace
+    from grader.service.workspace import Workspace
 
     store = Store(app_data / "grader.db")
     try:  # what grade_batch leaves when the app is killed before grading anything
@@ -251,11 +251,11 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
     the first click's job runs. A job holding that work is started here first (blocked
     until the page has asked for it, or follows it: a page drawn while a batch runs
     follows that batch), as the first click would have."""
-    from grader.archive import expand_uploads
-    from grader.jobs import _LIVE, GradeJob, grading_key
     from grader.layers.base import GradeOptions
+    from grader.notebooks.archive import expand_uploads
     from grader.pipeline import GradeInput
-    from grader.workspace import Upload, Workspace
+    from grader.service.jobs import _LIVE, GradeJob, grading_key
+    from grader.service.workspace import Upload, Workspace
 
     release = threading.Event()
     ups = [Upload("partial.ipynb", (RETAIL / "submissions" / "partial.ipynb").read_bytes())]
@@ -281,9 +281,9 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
             if any(j is not first for j in list(_LIVE)):
                 release.set()
 
-    caplog.set_level(logging.INFO, logger="grader.jobs")
+    caplog.set_level(logging.INFO, logger="grader.service.jobs")
     handler = Asked()
-    logging.getLogger("grader.jobs").addHandler(handler)
+    logging.getLogger("grader.service.jobs").addHandler(handler)
     store = Store(app_data / "grader.db")
     try:
         ws = Workspace(store, app_data / "assignments")
@@ -306,7 +306,7 @@ def test_a_second_click_while_grading_grades_once(app_data, caplog):
         assert [b.total for b in batches] == [1]  # one batch, not one per click
     finally:
         release.set()
-        logging.getLogger("grader.jobs").removeHandler(handler)
+        logging.getLogger("grader.service.jobs").removeHandler(handler)
         store.close()
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.archive import expand_uploads
-from grader.batch import grade_batch
-from grader.jobs import GradeJob, running_jobs
 from grader.layers.base import GradeOptions
+from grader.notebooks.archive import expand_uploads
 from grader.pipeline import GradeInput
-from grader.store import Store
-from grader.workspace import Workspace
+from grader.service.batch import grade_batch
+from grader.service.jobs import GradeJob, running_jobs
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 from inference import DisaggregatedClient, RequestMetrics
 from inference.warmup import Warmup
 from tests.conftest import make_config, open_app

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from grader.assignment import load_assignment
-from grader.batch import grade_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rubric import dumps
-from grader.store import Store
-from grader.workspace import Workspace
+from grader.rubrics.schema import dumps
+from grader.service.batch import grade_batch
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 from tests.conftest import open_app
 
 REPO = Path(__file__).resolve().parents[1]

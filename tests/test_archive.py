@@ -1,4 +1,4 @@
-"""grader.archive: uploads and ZIPs into submissions, safely, with student ids."""
+"""grader.notebooks.archive: uploads and ZIPs into submissions, safely, with student ids."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.archive import (
+from grader.errors import ArchiveError
+from grader.notebooks.archive import (
     ArchiveLimits,
     InputProblem,
     SubmissionFile,
@@ -21,7 +22,6 @@ from grader.archive import (
     expand_uploads,
     read_zip,
 )
-from grader.errors import ArchiveError
 
 
 def notebook(source: str = "x = 1") -> bytes:
@@ -301,7 +301,7 @@ def test_bad_nested_zip_costs_only_itself() -> None:
 
 
 def test_too_large_notebook_member_is_a_problem() -> None:
-    from grader.notebook import NotebookLimits
+    from grader.notebooks.load import NotebookLimits
 
     data = make_zip({"student042.ipynb": notebook(), "student043.ipynb": notebook("y" * 5000)})
     files, problems = expand_uploads(

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_batch
-from grader.batch_owner import STALE_AFTER_S, current_owner, owner_gone
 from grader.errors import StoreError
-from grader.jobs import interrupted_batches, start_resuming
 from grader.layers.base import GradeOptions, Layer, SubmissionContext
 from grader.layers.structure import StructureLayer
 from grader.pipeline import GradeInput, Grader
+from grader.service.batch import grade_batch
+from grader.service.jobs import interrupted_batches, start_resuming
+from grader.service.workspace import Workspace
+from grader.store.batch_owner import STALE_AFTER_S, current_owner, owner_gone
 from grader.types import LayerResult
-from grader.workspace import Workspace
 from tests.killed_grader import OtherGrader, killed_batch, stored_batch_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ class _Slow(Layer):
 
 
 def test_the_owner_beats_while_grading(ws: Workspace, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("grader.batch.HEARTBEAT_S", 0.05)
+    monkeypatch.setattr("grader.service.batch.HEARTBEAT_S", 0.05)
     a = ws.load("retail-sales")
     grader = Grader(a, GradeOptions(execute=False), layers=[StructureLayer(), _Slow()])
     result = grade_batch(grader, [GradeInput.from_path(SUBS / "complete.ipynb")], ws.store)

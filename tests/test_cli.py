@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from grader.assignment import load_assignment
-from grader.batch import grade_batch, resume_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.store import Store
+from grader.service.batch import grade_batch, resume_batch
+from grader.store.database import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from inference.cluster.endpoint import Endpoint, Probe, ServerStatus, Timeouts, Transport
 from inference.cluster.health import (
     BreakerSettings,
     CircuitBreaker,
     HealthEvent,
     HealthMonitor,
 )
+from inference.endpoint import Endpoint, Probe, ServerStatus, Timeouts, Transport
 from inference.errors import BackendUnavailable, ConfigError
 from inference.types import GenerationRequest, GenerationResult
 

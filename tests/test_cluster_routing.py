@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from inference.cluster.endpoint import Endpoint, ServerStatus
 from inference.cluster.health import ServerState
 from inference.cluster.routing import (
     CostModel,
@@ -16,6 +15,7 @@ from inference.cluster.routing import (
     prediction_error,
     regret,
 )
+from inference.endpoint import Endpoint, ServerStatus
 from inference.errors import BackendUnavailable, ConfigError
 
 KV_BYTES = 23_000.0  # SmolLM2's KV per token

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader import rlang
-from grader.codeanalysis import (
+from grader.analysis import rlang
+from grader.analysis.facts import (
     CodeFacts,
     analyse,
     assigned,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.llm_stats import efficiency_figure, notebook_llm_stats, stats_rows
-from grader.store import Store
+from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
+from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import GenerationResult, InvalidRequestError, RequestMetrics, WorkerHealth
-from inference import dashboard as dash
+from inference.dashboard import requests as dash
 from inference.metrics import HistoryFilter, MetricsHistory, Sample
 
 T0 = 1_800_000_000.0  # a fixed "now" for the synthetic history

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from inference import DisaggregatedClient, HistoryFilter, MetricsHistory, RequestMetrics
-from inference import dashboard as dash
-from inference import dashboard_servers as machines
 from inference.cluster.cluster import Cluster
-from inference.cluster.endpoint import Endpoint, Probe, ServerStatus, Timeouts, Transport
 from inference.cluster.health import BreakerSettings, HealthMonitor
 from inference.cluster.routing import CostModel, LinkTable, SpeedTable
 from inference.config import parse_config
+from inference.dashboard import requests as dash
+from inference.dashboard import servers as machines
+from inference.endpoint import Endpoint, Probe, ServerStatus, Timeouts, Transport
 from inference.metrics import HistoryEntry
 from inference.types import GenerationRequest, GenerationResult, WorkerHealth
 from tests.server_procs import free_port

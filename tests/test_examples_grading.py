@@ -80,7 +80,7 @@ def test_every_submission_ran_sandboxed_with_evidence(graded):
 
 
 def _cell_ids(r: GradeReport, stem: str, graded) -> set[str]:
-    from grader.notebook import load_notebook
+    from grader.notebooks.load import load_notebook
 
     _, grader, _ = graded
     a = grader.assignment

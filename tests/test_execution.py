@@ -17,15 +17,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import execution
-from grader.compare import VariableSummary, compare_variables
-from grader.execution import (
+from grader.layers.compare import compare_variables
+from grader.sandbox import execution
+from grader.sandbox.execution import (
     ExecLimits,
     ExecutionResult,
     execute_notebook,
     kernel_available,
     sandbox_available,
 )
+from grader.sandbox.inspect_code import VariableSummary
 
 COURSE_R = Path("/work/shared/course-r")
 needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="bubblewrap cannot run here")

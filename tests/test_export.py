@@ -7,7 +7,13 @@ import io
 import json
 from pathlib import Path
 
-from grader.export import canvas_csv, feedback_html, feedback_markdown, plain_csv, write_exports
+from grader.exports.formats import (
+    canvas_csv,
+    feedback_html,
+    feedback_markdown,
+    plain_csv,
+    write_exports,
+)
 from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 
 

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from grader.analysis.template import match_template
 from grader.assignment import load_assignment
-from grader.jobs import start_grading, start_regrading
+from grader.integrity.template_fit import template_fit
 from grader.layers.base import GradeOptions
-from grader.notebook import load_notebook
-from grader.report_views import downloads
-from grader.rescore import preview_rescore
-from grader.review import (
+from grader.notebooks.load import load_notebook
+from grader.rubrics.schema import with_criteria
+from grader.service.jobs import start_grading, start_regrading
+from grader.service.rescore import preview_rescore
+from grader.service.review import (
     ReviewFilter,
     export_ids,
     find_grades,
@@ -25,10 +27,8 @@ from grader.review import (
     regrade_not_carried,
     regrade_rows,
 )
-from grader.rubric import with_criteria
-from grader.template import match_template
-from grader.template_fit import template_fit
-from grader.workspace import Upload, Workspace
+from grader.service.workspace import Upload, Workspace
+from grader.views.reports import downloads
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import grading_stats as gs
 from grader.events import GradeEvent
-from grader.jobs import GradeJob, running_jobs
 from grader.layers.base import GradeOptions
-from grader.store import Store
+from grader.service.jobs import GradeJob, running_jobs
+from grader.service.workspace import Workspace
+from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
-from grader.workspace import Workspace
+from grader.views import grading as gs
 
 T0 = 1_700_000_000.0
 

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.archive import expand_inputs, expand_uploads
-from grader.export import feedback_stems, feedback_zip, write_exports
-from grader.notebook import load_checked
+from grader.exports.formats import feedback_stems, feedback_zip, write_exports
+from grader.notebooks.archive import expand_inputs, expand_uploads
+from grader.notebooks.load import load_checked
 from grader.safe_text import (
     STEM_LIMIT,
     clean_text,
@@ -38,8 +38,8 @@ from grader.safe_text import (
     shown_name,
     utf8,
 )
-from grader.serialize import report_from_json, report_to_json
-from grader.store import Store
+from grader.store.database import Store
+from grader.store.serialize import report_from_json, report_to_json
 from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from grader.injection import InjectionHit, injection_flag, scan_notebook
-from grader.notebook import load_notebook
+from grader.integrity.injection import InjectionHit, injection_flag, scan_notebook
+from grader.notebooks.load import load_notebook
 from grader.types import Notebook
 
 ROOT = Path(__file__).resolve().parents[1]

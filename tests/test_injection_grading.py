@@ -18,12 +18,12 @@ import nbformat
 import pytest
 from test_injection import INJECTIONS
 
+from grader.analysis.template import match_template
 from grader.assignment import load_assignment
-from grader.injection import scan_notebook, scan_text
+from grader.integrity.injection import scan_notebook, scan_text
 from grader.layers.base import GradeOptions, SubmissionContext, run_layer
-from grader.notebook import load_both
+from grader.notebooks.load import load_both
 from grader.pipeline import GradeInput, Grader
-from grader.template import match_template
 from inference import (
     Backend,
     DisaggregatedClient,

@@ -13,15 +13,15 @@ import pytest
 
 from grader.errors import StoreError
 from grader.events import GradeEvent, describe
-from grader.jobs import interrupted_batches, start_grading, start_regrading, start_resuming
 from grader.layers.base import GradeOptions, Layer, SubmissionContext
 from grader.pipeline import GradeInput, Grader
-from grader.progress import STREAM_CHARS, ProgressBoard
-from grader.report_views import diff_rows, downloads, notebook_cells, result_rows
-from grader.review import ReviewFilter, find_grades, regrade, regrade_rows, submission_cells
-from grader.rubric import with_criteria
+from grader.rubrics.schema import with_criteria
+from grader.service.jobs import interrupted_batches, start_grading, start_regrading, start_resuming
+from grader.service.review import ReviewFilter, find_grades, regrade, regrade_rows, submission_cells
+from grader.service.workspace import Upload, Workspace
 from grader.types import LayerResult
-from grader.workspace import Upload, Workspace
+from grader.views.progress import STREAM_CHARS, ProgressBoard
+from grader.views.reports import diff_rows, downloads, notebook_cells, result_rows
 from tests.killed_grader import killed_batch, stored_batch_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,7 +170,7 @@ def test_downloads_hold_canvas_csv_json_and_a_feedback_page_each(ws: Workspace):
 
 
 def test_notebook_cells_are_labelled_against_the_template(ws: Workspace):
-    from grader.notebook import load_notebook
+    from grader.notebooks.load import load_notebook
 
     a = ws.load("retail-sales")
     cells = notebook_cells((SUBS / "partial.ipynb").read_bytes(), "partial.ipynb",
@@ -320,13 +320,13 @@ def test_an_interrupted_batch_resumes_from_the_store_with_its_rubric(ws: Workspa
     ("[the docs](https://pandas.pydata.org)", "[the docs](https://pandas.pydata.org)"),
 ])
 def test_student_markdown_never_makes_the_browser_fetch_an_image(text, shown):
-    from grader.report_views import offline_markdown
+    from grader.views.reports import offline_markdown
 
     assert offline_markdown(text) == shown
 
 
 def test_hidden_names_cover_id_and_email_lines_and_keep_the_layout():
-    from grader.review import _redact
+    from grader.service.review import _redact
 
     text = ("# Homework\n\n**Student Name:** Bex Tremaine\n\n**Student ID:** S-00102\n\n"
             "Email: someone@example.edu\nNet ID = xy12\nThe ID column: kept")

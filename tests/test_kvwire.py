@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inference.errors import InvalidRequestError, KVFormatError, KVIncompatibleError
-from inference.kvwire import MAGIC, ModelIdentity, read_frames, write_frames
+from inference.kvidentity import ModelIdentity
+from inference.kvwire import MAGIC, read_frames, write_frames
 
 SMOL = ModelIdentity(
     name="smollm2-135m", file="SmolLM2-135M-Instruct.Q4_1.gguf", gguf_sha256="ab" * 32,

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import letter_pdf as letter_pdf_module
 from grader.assignment import load_assignment
-from grader.export import (
+from grader.exports.formats import (
     feedback_html,
     feedback_markdown,
     feedback_pdf,
@@ -27,7 +26,8 @@ from grader.export import (
     write_exports,
 )
 from grader.layers.base import GradeOptions
-from grader.letter import (
+from grader.letters import pdf as letter_pdf_module
+from grader.letters.build import (
     MODEL_LABEL,
     REVIEW_NOTE,
     Letter,
@@ -39,9 +39,9 @@ from grader.letter import (
     point_decimals,
     sentence,
 )
-from grader.letter_pdf import FontError, font_paths, letter_pdf
-from grader.letter_places import readable_id
-from grader.notebook import load_notebook
+from grader.letters.pdf import FontError, font_paths, letter_pdf
+from grader.letters.places import readable_id
+from grader.notebooks.load import load_notebook
 from grader.pipeline import GradeInput, Grader
 from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 

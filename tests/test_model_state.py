@@ -1,9 +1,9 @@
-"""What the model layers did for one grade, in words (grader.model_state)."""
+"""What the model layers did for one grade, in words (grader.views.model_state)."""
 
 from __future__ import annotations
 
-from grader.model_state import model_states
 from grader.types import GradeReport, LayerResult
+from grader.views.model_state import model_states
 
 
 def _report(**layers: LayerResult) -> GradeReport:

@@ -1,4 +1,4 @@
-"""grader.notebook: reading, repairing, normalising and refusing notebooks."""
+"""grader.notebooks.load: reading, repairing, normalising and refusing notebooks."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from grader.errors import NotebookError
-from grader.notebook import NotebookLimits, load_notebook, load_notebook_node, strip_ansi
+from grader.notebooks.load import NotebookLimits, load_notebook, load_notebook_node, strip_ansi
 
 ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

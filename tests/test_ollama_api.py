@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from inference.cluster.endpoint import Endpoint, Timeouts
 from inference.cluster.ollama_api import OllamaTransport, context_pair
+from inference.endpoint import Endpoint, Timeouts
 from inference.errors import BackendError, BackendUnavailable, ConfigError
 from inference.types import GenerationRequest
 from tests.fake_ollama import FAIL_MODEL, VERSION

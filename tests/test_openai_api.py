@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inference.cluster.endpoint import Endpoint, Timeouts
-from inference.cluster.openai_api import OpenAITransport, retry_after
+from inference.cluster.http_errors import retry_after
+from inference.cluster.openai_api import OpenAITransport
+from inference.endpoint import Endpoint, Timeouts
 from inference.errors import (
     BackendError,
     BackendUnavailable,

@@ -17,12 +17,11 @@ import nbformat
 import pytest
 from conftest import FILLER
 
+from grader.analysis.template import match_template
 from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions, SubmissionContext, run_layer
-from grader.llm_requests import PlannedRequest, plan_code, plan_feedback
-from grader.notebook import load_both
-from grader.pipeline import GradeInput, Grader
-from grader.prompt_budget import (
+from grader.layers.llm_requests import PlannedRequest, plan_code, plan_feedback
+from grader.layers.prompt_budget import (
     Piece,
     PromptBudgetError,
     TokenCounter,
@@ -31,8 +30,9 @@ from grader.prompt_budget import (
     share_answers,
     truncate,
 )
-from grader.rubric import with_criteria
-from grader.template import match_template
+from grader.notebooks.load import load_both
+from grader.pipeline import GradeInput, Grader
+from grader.rubrics.schema import with_criteria
 from inference import (
     Backend,
     ContextOverflowError,

@@ -10,21 +10,13 @@ from pathlib import Path
 import pytest
 
 from grader.assignment import load_assignment
-from grader.batch import grade_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rescore import (
-    RescorePreview,
-    RescoreRow,
-    mover_rows,
-    movers,
-    movers_summary,
-    preview_rescore,
-    score_text,
-    unmoved_line,
-)
-from grader.rubric import Rubric
-from grader.store import Store
+from grader.rubrics.schema import Rubric
+from grader.service.batch import grade_batch
+from grader.service.movers import mover_rows, movers, movers_summary, score_text, unmoved_line
+from grader.service.rescore import RescorePreview, RescoreRow, preview_rescore
+from grader.store.database import Store
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
 

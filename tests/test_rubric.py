@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from grader.assignment import load_assignment
 from grader.errors import RubricError
-from grader.rubric import (
+from grader.rubrics.import_seed import import_seed_file
+from grader.rubrics.schema import (
     ASPECTS,
     Check,
     Criterion,
@@ -21,7 +22,6 @@ from grader.rubric import (
     rubric_from_dict,
     rubric_to_dict,
 )
-from grader.rubric_import import import_seed_file
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

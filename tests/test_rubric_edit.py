@@ -1,4 +1,5 @@
-"""The rubric editor's tables (grader.rubric_edit) and the re-score preview (grader.rescore).
+"""The rubric editor's tables (grader.rubrics.edit) and the re-score preview
+(grader.service.rescore).
 
 The preview runs against a real store holding grades made by really grading the
 bundled retail-sales submissions; students are student001, student002, ...
@@ -16,11 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.assignment import Assignment, load_assignment
-from grader.batch import grade_batch
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rescore import changed_checks, changes, preview_rescore, preview_rows
-from grader.rubric import (
+from grader.rubrics.edit import (
+    CHECK_COLUMNS,
+    CRITERIA_COLUMNS,
+    format_options,
+    rows_from_rubric,
+    rubric_from_rows,
+)
+from grader.rubrics.import_seed import import_seed_file
+from grader.rubrics.schema import (
     ASPECTS,
     Check,
     Criterion,
@@ -29,15 +36,9 @@ from grader.rubric import (
     rubric_from_dict,
     rubric_to_dict,
 )
-from grader.rubric_edit import (
-    CHECK_COLUMNS,
-    CRITERIA_COLUMNS,
-    format_options,
-    rows_from_rubric,
-    rubric_from_rows,
-)
-from grader.rubric_import import import_seed_file
-from grader.store import Store
+from grader.service.batch import grade_batch
+from grader.service.rescore import changed_checks, changes, preview_rescore, preview_rows
+from grader.store.database import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

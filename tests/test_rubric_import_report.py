@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.rubric import dumps, loads
-from grader.rubric_import import ImportReport, import_seed_file, import_seed_rubric, report_lines
-from grader.rubric_import_items import IMPORTED, NOT_CARRIED, table_rows
+from grader.rubrics.import_items import IMPORTED, NOT_CARRIED, table_rows
+from grader.rubrics.import_seed import (
+    ImportReport,
+    import_seed_file,
+    import_seed_rubric,
+    report_lines,
+)
+from grader.rubrics.schema import dumps, loads
 
 SEED = Path(__file__).resolve().parents[2] / "shared/course-r/strings-dates/rubric.seed-format.json"
 

@@ -19,19 +19,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import execution
-from grader.execution import (
+from grader.sandbox import execution
+from grader.sandbox.cgroup import usable_controllers
+from grader.sandbox.execution import (
     ExecLimits,
     ExecutionResult,
     execute_notebook,
     kernel_available,
     sandbox_available,
 )
-from grader.sandbox_cgroup import usable_controllers
-from grader.sandbox_limits import POOL_START, reserve_user
-from grader.sandbox_runs import PREFIX, Owner, make_run_folder, process_start
-from grader.sandbox_tamper import static_findings
-from grader.sandbox_view import runtime_paths
+from grader.sandbox.limits import POOL_START, reserve_user
+from grader.sandbox.runs import PREFIX, Owner, make_run_folder, process_start
+from grader.sandbox.tamper import static_findings
+from grader.sandbox.view import runtime_paths
 
 needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="bubblewrap cannot run here")
 needs_r = pytest.mark.skipif(not kernel_available("r"), reason="no R kernel")
@@ -397,7 +397,7 @@ def test_a_new_run_folder_is_private_and_names_its_owner(tmp_path: Path) -> None
 
 
 def test_stream_pieces_are_merged_once_in_order_and_other_outputs_break_them():
-    from grader.sandbox_runner import merged_streams
+    from grader.sandbox.runner import merged_streams
 
     pieces = [{"output_type": "stream", "name": "stdout", "text": f"{i},"} for i in range(5000)]
     image = {"output_type": "display_data", "data": {"text/plain": "fig"}, "metadata": {}}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.rubric import Check, Criterion, Rubric
+from grader.rubrics.schema import Check, Criterion, Rubric
 from grader.scoring import build_report, score_criterion
 from grader.types import CheckResult, LayerResult
 

@@ -21,7 +21,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from inference.kvwire import MAGIC, ModelIdentity, write_frames
+from inference.kvidentity import ModelIdentity
+from inference.kvwire import MAGIC, write_frames
 from inference.models import BUILTIN_MODELS
 from tests.server_procs import PYTHON, REPO, ServerProcess, free_port, start_server
 

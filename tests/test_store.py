@@ -23,8 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.errors import StoreError
-from grader.serialize import report_from_dict, report_from_json, report_to_dict, report_to_json
-from grader.store import SCHEMA_VERSION, Store, migrate
+from grader.store.database import SCHEMA_VERSION, Store, migrate
+from grader.store.serialize import (
+    report_from_dict,
+    report_from_json,
+    report_to_dict,
+    report_to_json,
+)
 from grader.types import (
     CheckResult,
     CriterionResult,

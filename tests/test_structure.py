@@ -6,12 +6,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from grader.analysis.template import match_template
 from grader.assignment import Assignment
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
 from grader.layers.structure import StructureLayer
-from grader.notebook import load_notebook
-from grader.rubric import rubric_from_dict
-from grader.template import match_template
+from grader.notebooks.load import load_notebook
+from grader.rubrics.schema import rubric_from_dict
 
 RUBRIC = rubric_from_dict(
     {
@@ -165,8 +165,8 @@ def test_hardcoded_output_is_flagged():
 
 
 def test_statement_begun_by_the_template_and_completed_by_the_student_counts():
+    from grader.analysis.template import CellOrigin
     from grader.layers.structure import student_facts
-    from grader.template import CellOrigin
     from grader.types import Cell
 
     source = 'feedback <-\n  read_csv("data/feedback.csv")\nsummary <- mutate(\n  x = 1)'
@@ -185,7 +185,7 @@ def test_statement_begun_by_the_template_and_completed_by_the_student_counts():
     ("<b>North</b> leads", ["North", "leads"]),
 ])
 def test_words_of_an_answer_leave_markup_and_images_out(text, expected):
-    from grader.answers import words
+    from grader.analysis.answers import words
 
     assert words(text) == expected
 
@@ -194,7 +194,7 @@ def test_an_answer_ends_where_the_next_question_begins_in_the_students_cell():
     """Each question in its own cell, both answered in place: the first answer must not
     take in the second (the next cell keeps the next question's heading), while text a
     student typed above that heading still finishes the first answer."""
-    from grader.answers import find_answer
+    from grader.analysis.answers import find_answer
 
     template = nb([new_markdown_cell("### Question 8.1: Quality\n\n**Why clean?**\n\n"
                                      "Your answer here:"),

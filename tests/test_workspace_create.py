@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.errors import RubricError
-from grader.rubric import load_rubric
-from grader.workspace import SHORT_NAME_LIMIT, Upload, Workspace, short_name, slug
+from grader.rubrics.schema import load_rubric
+from grader.service.workspace import SHORT_NAME_LIMIT, Upload, Workspace, short_name, slug
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT.parent / "shared" / "course-r" / "strings-dates"

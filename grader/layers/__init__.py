@@ -1,0 +1,12 @@
+"""The four grading layers, each behind one small interface (``base.Layer``).
+
+``structure`` (L1) grades structure and completeness from the notebook's text;
+``outputs`` (L2) runs the notebook in the sandbox and checks values against the
+solution run the same way (``compare``); ``llm`` runs L3 (code analysis) and L4
+(feedback) in parallel threads, with the requests of ``llm_requests`` built from
+``prompts`` and fitted to each route's context by ``prompt_budget``. A layer that
+crashes returns a result with the error attached.
+
+May import: errors, types, assignment, rubrics, analysis, sandbox, and ``inference``'s
+public names (the client interface only).
+"""

@@ -16,10 +16,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.template import TemplateMatch
 from ..assignment import Assignment
-from ..execution import ExecutionResult
-from ..rubric import Rubric
-from ..template import TemplateMatch
+from ..rubrics.schema import Rubric
+from ..sandbox.execution import ExecutionResult
 from ..types import LayerResult, Notebook
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Both layers' requests go to the inference client together (``generate_many``),
 so the ``code`` and ``feedback`` roles run in parallel threads. Each request is
-fitted to its route's context first (``grader.llm_requests``): what was cut from
+fitted to its route's context first (``grader.layers.llm_requests``): what was cut from
 the student's part is recorded in the layer's details (``cut``) and notes, and a
 rubric with more criteria than one reply can hold is asked in groups, one request
 each, merged here. Each is decoded under a JSON schema; a reply that fails it gets
@@ -32,10 +32,10 @@ from inference import (
     RequestMetrics,
 )
 
-from ..llm_requests import PlannedRequest, plan_code, plan_feedback
-from ..prompt_budget import TokenCounter, route_counter
 from ..types import LayerResult
 from .base import SubmissionContext
+from .llm_requests import PlannedRequest, plan_code, plan_feedback
+from .prompt_budget import TokenCounter, route_counter
 
 log = logging.getLogger(__name__)
 SAMPLE_TEMPERATURE = 0.7  # for the extra samples of --samples k

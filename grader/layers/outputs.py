@@ -1,6 +1,6 @@
 """Layer 2: execution and output checks, against the solution run the same way.
 
-Both the solution and the submission run in the sandbox (``grader.execution``);
+Both the solution and the submission run in the sandbox (``grader.sandbox.execution``);
 the variables the rubric names are inspected in each kernel and compared with
 the rubric's tolerances. ``runs`` checks count the errors of the student's own
 cells; errors the template itself produces, and failures of the environment
@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import re
 
-from ..execution import (
+from ..rubrics.schema import Check, Criterion
+from ..sandbox.execution import (
     ExecLimits,
     ExecutionResult,
-    compare_variables,
     execute_notebook,
     kernel_available,
     sandbox_available,
 )
-from ..rubric import Check, Criterion
 from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
+from .compare import compare_variables
 
 # Failures of the environment, not of the student: a package the machine lacks.
 _MISSING_PACKAGE = re.compile(r"(ModuleNotFoundError|there is no package called)", re.IGNORECASE)

@@ -1,7 +1,7 @@
 """Layer 1: structure and completeness, from the notebook's text alone.
 
 Scores the rubric's ``assigns``, ``calls`` and ``answer`` checks on what the
-student wrote (see ``grader.template``): names and calls come from the syntax
+student wrote (see ``grader.analysis.template``): names and calls come from the syntax
 tree of the student's own lines, answers from the markdown under each question.
 Also flags a notebook with no work of the student's, edited test or template
 cells, and variables of output checks that are assigned literal values only
@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..answers import find_answer
-from ..codeanalysis import CodeFacts, Symbol, analyse, assigned, called, strip_comments
-from ..rubric import Check, Criterion
-from ..template import CellOrigin
+from ..analysis.answers import find_answer
+from ..analysis.facts import CodeFacts, Symbol, analyse, assigned, called, strip_comments
+from ..analysis.template import CellOrigin
+from ..rubrics.schema import Check, Criterion
 from ..types import CheckResult, Evidence, Flag, LayerResult
 from .base import Layer, SubmissionContext
 

@@ -1,52 +1,15 @@
-"""Backends, registered lazily by name so llama.cpp loads only when a route uses it."""
+"""The engine's backends: one small interface, and the embedded llama.cpp engine.
 
-from __future__ import annotations
+``base.Backend`` is the interface every backend implements (prefill, decode,
+generate, health; optional hooks are no-ops); ``embedded`` runs two llama.cpp
+contexts in this process and moves the KV cache between them (``worker``, ``_llama``).
+The remote backends live with the servers they talk to, in ``inference.cluster``;
+``inference.registry`` names them all.
 
-import importlib
-from collections.abc import Callable
-from typing import Any
+May import: types, errors, config, models, threads, grammar, prompting, prefix_cache.
+Never the cluster, the client, the grader or streamlit.
+"""
 
-from ..config import EngineConfig, RouteConfig
-from ..errors import ConfigError
-from ..threads import ThreadBudget
 from .base import Backend, TokenCallback
 
-# A factory takes (route, config, budget); a remote backend's also takes the client's
-# Cluster (the servers, their health and the routing tables, shared by all routes).
-BackendFactory = Callable[..., Backend]
-
-_REGISTRY: dict[str, str | BackendFactory] = {
-    "embedded": "inference.backends.embedded:EmbeddedBackend",
-    "kvserver": "inference.backends.remote:KVServerBackend",
-    "openai": "inference.backends.remote:OpenAIBackend",
-    "ollama": "inference.backends.remote:OllamaBackend",
-}
-
-
-def register_backend(name: str, factory: str | BackendFactory) -> None:
-    """Add a backend: a factory, or "module:Class" imported on first use."""
-    _REGISTRY[name] = factory
-
-
-def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def create_backend(route: RouteConfig, config: EngineConfig, budget: ThreadBudget,
-                   cluster: Any = None) -> Backend:
-    try:
-        factory = _REGISTRY[route.backend]
-    except KeyError:
-        raise ConfigError(
-            f"role {route.role!r}: unknown backend {route.backend!r}; "
-            f"known backends are {', '.join(backend_names())}"
-        ) from None
-    if isinstance(factory, str):
-        module_name, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module_name), attr)
-    if route.remote:
-        return factory(route, config, budget, cluster)
-    return factory(route, config, budget)
-
-
-__all__ = ["Backend", "TokenCallback", "backend_names", "create_backend", "register_backend"]
+__all__ = ["Backend", "TokenCallback"]

@@ -15,9 +15,9 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..endpoint import Endpoint, Timeouts, Transport
 from ..types import WorkerHealth
 from .breaker import BreakerSettings
-from .endpoint import Endpoint, Timeouts, Transport
 from .health import HealthMonitor, ServerState
 from .measure import LinkTable, SpeedTable
 from .routing import CostModel, Selector

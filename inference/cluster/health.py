@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from ..endpoint import Endpoint, Probe, ServerStatus, Transport
 from ..errors import ConfigError
 from .breaker import BreakerSettings, CircuitBreaker, CircuitState
-from .endpoint import Endpoint, Probe, ServerStatus, Transport
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,16 @@ from typing import Any
 
 import httpx
 
+from ..endpoint import (
+    Endpoint,
+    Probe,
+    ServerStatus,
+    StreamWatchdog,
+    Timeouts,
+    TokenCallback,
+    Transport,
+    abort_stream,
+)
 from ..errors import (
     BackendError,
     BackendUnavailable,
@@ -32,16 +42,6 @@ from ..errors import (
 )
 from ..prompting import parse_output
 from ..types import GenerationRequest, GenerationResult, RequestMetrics
-from .endpoint import (
-    Endpoint,
-    Probe,
-    ServerStatus,
-    StreamWatchdog,
-    Timeouts,
-    TokenCallback,
-    Transport,
-    abort_stream,
-)
 
 log = logging.getLogger(__name__)
 

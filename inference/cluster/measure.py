@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..endpoint import ServerStatus
 from ..errors import ConfigError
-from .endpoint import ServerStatus
 
 PREFILL_BUCKETS = (256, 512, 1024, 2048, 4096, 8192)  # prompt-length bucket bounds
 

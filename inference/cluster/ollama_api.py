@@ -43,10 +43,7 @@ from typing import Any
 import httpx
 import ollama
 
-from ..errors import BackendError, BackendUnavailable, ConfigError
-from ..prompting import parse_output
-from ..types import GenerationRequest, GenerationResult, RequestMetrics
-from .endpoint import (
+from ..endpoint import (
     Endpoint,
     Probe,
     ServerStatus,
@@ -56,7 +53,10 @@ from .endpoint import (
     Transport,
     abort_stream,
 )
-from .openai_api import status_error
+from ..errors import BackendError, BackendUnavailable, ConfigError
+from ..prompting import parse_output
+from ..types import GenerationRequest, GenerationResult, RequestMetrics
+from .http_errors import status_error
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import InferenceError, InvalidRequestError
-from ..kvwire import ModelIdentity
+from ..kvidentity import ModelIdentity
 from . import openai
 from .asgi import Guard, Run
 from .engine import ServerEngine

@@ -23,7 +23,8 @@ from ..errors import (
     ModelLoadError,
     OutputValidationError,
 )
-from ..kvwire import ModelIdentity, chunk_checksums, identity_of, write_frames
+from ..kvidentity import ModelIdentity, identity_of
+from ..kvwire import chunk_checksums, write_frames
 from ..prefix_cache import PrefixCache
 from ..threads import ThreadBudget
 from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics

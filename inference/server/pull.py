@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import InvalidRequestError, KVFormatError, KVIncompatibleError
-from ..kvwire import FORMAT_VERSION, ModelIdentity, ReceivedKV, read_frames
+from ..kvidentity import ModelIdentity
+from ..kvwire import FORMAT_VERSION, ReceivedKV, read_frames
 from .dataplane import SOCKET_BUFFER, TICKET_HEX, TICKET_MAGIC
 from .errors import HandleNotFoundError, KVSourceUnreachable
 

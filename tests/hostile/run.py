@@ -3,7 +3,7 @@
 One CLI batch per language (``python -m grader grade ... --json --db --out``), every
 class mixed in, as a real class folder is; then the same ordinary submissions with
 and without a fork bomb among them; then the sandbox probes run directly through
-``grader.execution`` so that what the student's code saw can be read back. Every
+``grader.sandbox.execution`` so that what the student's code saw can be read back. Every
 figure in ``RELIABILITY.md`` comes from ``measure``.
 """
 
@@ -237,8 +237,8 @@ def bomb_comparison(language: str, bomb: Case, work: Path) -> dict[str, Any]:
 def probe(case: Case, env: HostEnv) -> dict[str, Any]:
     """Run the host probe in the sandbox and read back what it saw."""
     from grader.assignment import load_assignment
-    from grader.execution import ExecLimits, execute_notebook
-    from grader.notebook import load_notebook_node
+    from grader.notebooks.load import load_notebook_node
+    from grader.sandbox.execution import ExecLimits, execute_notebook
 
     assignment = load_assignment(ASSIGNMENTS[case.language])
     node = load_notebook_node(case.path)

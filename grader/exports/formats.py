@@ -1,0 +1,184 @@
+"""Exports: Canvas gradebook CSV, plain CSV, JSON, and per-student feedback letters.
+
+Each student's feedback is the letter of ``grader.letters.build`` (points, what was done,
+what is missing and where, the next step; nothing for the instructor only), as
+Markdown, HTML and PDF (``grader.letters.pdf``); student text is always escaped.
+Names come from the reports, so an anonymised batch exports pseudonyms only.
+
+Every export is text any UTF-8 writer takes (a lone surrogate that reached a
+report becomes U+FFFD, see ``grader.safe_text``), and files are named from
+``safe_stem``: short ASCII stems, unique even on a file system that ignores case.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..letters.build import letter_for, letter_html, letter_markdown, student_name
+from ..letters.pdf import letter_pdf
+from ..rubrics.schema import Rubric
+from ..safe_text import STEM_LIMIT, file_stem, scrub, utf8
+from ..store.serialize import report_to_dict
+from ..types import GradeReport, Notebook
+
+
+def _pct(r: GradeReport) -> str:
+    return "" if r.score is None or not r.max_score else f"{100 * r.score / r.max_score:.1f}"
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:g}"
+
+
+def canvas_csv(reports: Sequence[GradeReport], assignment_title: str) -> str:
+    """A CSV for Canvas's gradebook import (Grades > Import).
+
+    Canvas matches rows by ``ID`` (its user id, which Canvas download file
+    names carry); ungraded submissions are left blank, never given a 0.
+    """
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment_title])
+    w.writerow(["Points Possible", "", "", "", "", _fmt(reports[0].max_score) if reports else ""])
+    for r in reports:
+        w.writerow([student_name(r), r.student_id, "", "", "", _fmt(r.score)])
+    return scrub(buf.getvalue())
+
+
+def plain_csv(reports: Sequence[GradeReport]) -> str:
+    crit_ids = list(dict.fromkeys(c.id for r in reports for c in r.criteria))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(
+        [
+            "file",
+            "student_id",
+            "name",
+            "status",
+            "score",
+            "max_score",
+            "percent",
+            *crit_ids,
+            "needs_review",
+            "flags",
+            "error",
+        ]
+    )
+    for r in reports:
+        by_id = {c.id: c for c in r.criteria}
+        w.writerow(
+            [
+                r.file,
+                r.student_id,
+                student_name(r),
+                r.status,
+                _fmt(r.score),
+                _fmt(r.max_score),
+                _pct(r),
+                *[_fmt(by_id[c].points) if c in by_id else "" for c in crit_ids],
+                " ".join(r.needs_review),
+                " ".join(sorted({f.code for f in r.flags})),
+                r.error,
+            ]
+        )
+    return scrub(buf.getvalue())
+
+
+def json_export(reports: Sequence[GradeReport]) -> str:
+    return scrub(json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False))
+
+
+NotebookSource = Notebook | bytes
+
+
+def feedback_markdown(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                      notebook: NotebookSource | None = None) -> str:
+    """The student's letter (``grader.letters.build``) as Markdown; student text made inert."""
+    return letter_markdown(letter_for(r, rubric, notebook, assignment_title))
+
+
+def feedback_html(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                  notebook: NotebookSource | None = None) -> str:
+    """The student's letter as one self-contained, printable HTML page (all text escaped)."""
+    return letter_html(letter_for(r, rubric, notebook, assignment_title))
+
+
+def feedback_pdf(r: GradeReport, assignment_title: str, rubric: Rubric | None = None,
+                 notebook: NotebookSource | None = None) -> bytes:
+    """The student's letter as one A4 PDF. Raises ``letter_pdf.FontError`` without fonts."""
+    return letter_pdf(letter_for(r, rubric, notebook, assignment_title))
+
+
+def _feedback_files(r: GradeReport, title: str, rubric: Rubric | None,
+                    notebooks: Mapping[str, NotebookSource] | None) -> list[tuple[str, bytes]]:
+    """(extension, bytes) of one student's letter: PDF, Markdown and HTML."""
+    letter = letter_for(r, rubric, (notebooks or {}).get(r.sha256), title)
+    return [("pdf", letter_pdf(letter)), ("md", utf8(letter_markdown(letter))),
+            ("html", utf8(letter_html(letter)))]
+
+
+def safe_stem(text: str) -> str:
+    """``text`` as a file name's stem: ASCII letters, digits, '.', '_' and '-' only, at most
+    ``STEM_LIMIT`` bytes (see ``safe_text.file_stem``)."""
+    return file_stem(text)
+
+
+def feedback_stems(reports: Sequence[GradeReport]) -> list[str]:
+    """One distinct file stem per report, from the student's name (as the report shows it:
+    pseudonyms in an anonymised batch). Distinct ignoring case, as on macOS and Windows:
+    a second "student042" (or "Student042") is "student042-2"."""
+    used: set[str] = set()
+    stems = []
+    for r in reports:
+        base = stem = safe_stem(student_name(r))
+        n = 1
+        while stem.casefold() in used:
+            n += 1
+            stem = f"{base[: STEM_LIMIT - len(str(n)) - 1]}-{n}"
+        used.add(stem.casefold())
+        stems.append(stem)
+    return stems
+
+
+def feedback_zip(reports: Sequence[GradeReport], assignment_title: str,
+                 rubric: Rubric | None = None,
+                 notebooks: Mapping[str, NotebookSource] | None = None) -> bytes:
+    """Each student's letter in one ZIP: feedback/<student>.pdf, .md and .html.
+    ``notebooks`` (by the submission's sha256) name cells by position."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for r, stem in zip(reports, feedback_stems(reports), strict=True):
+            for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
+                z.writestr(f"feedback/{stem}.{ext}", data)
+    return buf.getvalue()
+
+
+def write_exports(
+    reports: Sequence[GradeReport], out_dir: Path, assignment_title: str,
+    rubric: Rubric | None = None, notebooks: Mapping[str, NotebookSource] | None = None,
+) -> list[Path]:
+    """Write every export into ``out_dir`` (the letters as feedback/<student>.pdf, .md and
+    .html); returns the files written. Raises ``OSError`` (naming the path) when the
+    folder cannot be made or a file cannot be written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fb = out_dir / "feedback"
+    fb.mkdir(exist_ok=True)
+    written = []
+    for name, text in (
+        ("canvas.csv", canvas_csv(reports, assignment_title)),
+        ("grades.csv", plain_csv(reports)),
+        ("grades.json", json_export(reports)),
+    ):
+        (out_dir / name).write_bytes(utf8(text))
+        written.append(out_dir / name)
+    for r, stem in zip(reports, feedback_stems(reports), strict=True):
+        for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
+            path = fb / f"{stem}.{ext}"
+            path.write_bytes(data)
+            written.append(path)
+    return written

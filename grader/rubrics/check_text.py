@@ -1,0 +1,131 @@
+"""The text the rubric editor shows for a check's target and options, and its parser.
+
+Lists are comma-separated; options are ``key=value`` pairs separated by ``;``
+(``compare=type, shape; rtol=1e-06; partial=type:0.4, shape:0.6``). A text that
+holds ``,``, ``;`` or ``"``, or starts or ends with a space, is written as a JSON
+string (``"Your answer, here"``), so every value survives the round trip exactly.
+Parsers raise ValueError with a message fit for the instructor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .schema import CHECK_FIELDS, Check
+
+__all__ = ["TARGET_FIELD", "finite", "format_options", "format_target", "format_value",
+           "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]
+
+# The field each check type shows in the ``target`` column (runs: none).
+TARGET_FIELD = {"assigns": "names", "calls": "functions", "output": "variable",
+                "answer": "question"}
+_DEFAULT = Check(type="")
+
+
+def quote(text: str) -> str:
+    if not text or text != text.strip() or any(c in text for c in ',;"') \
+            or not text.isprintable():
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def split_outside_quotes(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside double-quoted (JSON) strings."""
+    parts, buf, quoted, escaped = [], [], False, False
+    for ch in text:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            quoted = True
+        elif ch == sep:
+            parts.append("".join(buf))
+            buf = []
+            continue
+        buf.append(ch)
+    if quoted:
+        raise ValueError("a quoted text is not closed with \"")
+    parts.append("".join(buf))
+    return parts
+
+
+def unquote(text: str) -> str:
+    text = text.strip()
+    if not text.startswith('"'):
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{text}: not one quoted text ({exc.msg})") from None
+    if not isinstance(value, str):
+        raise ValueError(f"{text}: not a quoted text")
+    return value
+
+
+def parse_list(text: str) -> tuple[str, ...]:
+    return tuple(unquote(p) for p in split_outside_quotes(text, ",") if p.strip())
+
+
+def format_value(name: str, value: Any) -> str:
+    if name == "partial":
+        return ", ".join(f"{quote(k)}:{v!r}" for k, v in value)
+    if isinstance(value, tuple):
+        return ", ".join(quote(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return quote(value)
+    return repr(value)
+
+
+def parse_value(name: str, text: str) -> Any:
+    default = getattr(_DEFAULT, name)
+    if name == "partial":
+        pairs = []
+        for part in split_outside_quotes(text, ","):
+            if not part.strip():
+                continue
+            aspect, colon, fraction = part.rpartition(":")
+            if not colon:
+                raise ValueError(f"{part.strip()!r}: write aspect:fraction")
+            pairs.append((unquote(aspect), finite(fraction)))
+        return dict(pairs)
+    if isinstance(default, tuple):
+        return list(parse_list(text))
+    if isinstance(default, bool):
+        word = text.strip().lower()
+        if word not in ("true", "false", "yes", "no", "1", "0"):
+            raise ValueError(f"{text.strip()!r} is not true or false")
+        return word in ("true", "yes", "1")
+    if isinstance(default, int):
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise ValueError(f"{text.strip()!r} is not a whole number") from None
+    if isinstance(default, float):
+        return finite(text)
+    return unquote(text)
+
+
+def finite(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text.strip()!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{text.strip()!r} is not a finite number")
+    return value
+
+
+def format_target(ch: Check) -> str:
+    name = TARGET_FIELD.get(ch.type)
+    return "" if name is None else format_value(name, getattr(ch, name))
+
+
+def format_options(ch: Check) -> str:
+    """The check's fields besides type, weight and target that differ from the defaults."""
+    target = TARGET_FIELD.get(ch.type)
+    return "; ".join(
+        f"{name}={format_value(name, getattr(ch, name))}" for name in CHECK_FIELDS
+        if name != target and getattr(ch, name) != getattr(_DEFAULT, name))

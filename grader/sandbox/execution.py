@@ -1,0 +1,292 @@
+"""Layer 2's execution engine: run a notebook in a sandbox and inspect its variables.
+
+nbclient and the kernel run together inside bubblewrap (``grader/sandbox/runner.py``),
+with no network, private pid/ipc/uts namespaces and rlimits on memory, processes, file
+size and CPU; only the run's work folder is writable. The parts:
+- ``grader.sandbox.view``: the sandbox sees an allow-list of the host (system, runtimes,
+  the work folder), never ``/home``, ``/root``, ``/work``, the grader's data or other runs;
+- ``grader.sandbox.layout``: the assignment's data wherever the student's code names it;
+- ``grader.sandbox.limits`` and ``grader.sandbox.cgroup``: as root, each run's code runs
+  as a uid of its own (RLIMIT_NPROC then holds), in a cgroup of its own where one can be
+  made; ``grader.sandbox.runs``: private run folders, stale ones removed;
+- ``grader.sandbox.tamper``: a cell's status is the kernel's execute reply, and code
+  that tampers with the executor's error reporting is reported (``tampering``).
+What applied to a run is written in ``ExecutionResult.notes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from grader.errors import SandboxError
+from grader.notebooks.load import strip_ansi
+from grader.sandbox import inspect_code as scan
+from grader.sandbox.cgroup import RunCgroup
+from grader.sandbox.inspect_code import VariableSummary
+from grader.sandbox.layout import Layout
+from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user
+from grader.sandbox.runs import make_run_folder
+from grader.sandbox.tamper import probe_code, probe_findings, static_findings
+from grader.sandbox.view import View, runtime_paths, sandbox_env, write_identity
+from grader.types import Evidence, Output
+
+__all__ = ["CellRun", "ExecLimits", "ExecutionResult", "VariableSummary",
+           "execute_notebook", "kernel_available", "sandbox_available"]
+
+log = logging.getLogger(__name__)
+
+KERNELS = {"python": "python3", "r": "ir"}  # preferred kernel per language
+BWRAP = shutil.which("bwrap")
+RUNNER = Path(__file__).resolve().with_name("runner.py")
+REPO = RUNNER.parents[2]  # never visible inside the sandbox
+GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
+SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
+
+
+@dataclass(frozen=True)
+class ExecLimits:
+    cell_timeout_s: int = 60
+    total_timeout_s: int = 600
+    memory_mb: int = 2048  # address space of each process in the sandbox
+    max_processes: int = 256  # processes and threads (as root: of the run's own uid)
+    max_file_mb: int = 200  # largest file a process may write
+    allow_unsandboxed: bool = False  # run without bubblewrap (limits only) when it is missing
+
+
+@dataclass(frozen=True)
+class CellRun:
+    cell_id: str
+    index: int  # position in the notebook (all cells counted)
+    ok: bool
+    error: str  # "" or "ename: evalue"
+    outputs: tuple[Output, ...]
+    seconds: float
+
+
+@dataclass
+class ExecutionResult:
+    cells: list[CellRun]
+    variables: dict[str, VariableSummary]  # one per name asked for, always
+    kernel: str
+    language: str
+    seconds: float
+    timed_out: bool
+    sandboxed: bool
+    error: str  # execution could not run at all: grade from stored outputs, and say so
+    notes: list[str] = field(default_factory=list)
+    # code that tampers with the executor's error reporting (static and as observed)
+    tampering: list[Evidence] = field(default_factory=list)
+
+
+def kernel_available(language: str) -> bool:
+    return _kernel_name(language.lower()) is not None
+
+
+def sandbox_available() -> bool:
+    return BWRAP is not None and _bwrap_works(BWRAP)
+
+
+@functools.cache
+def _bwrap_works(bwrap: str) -> bool:
+    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+             "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "true"]
+    try:
+        subprocess.run(probe, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.error("bubblewrap at %s cannot run: %s %s", bwrap, exc, getattr(exc, "stderr", ""))
+        return False
+    return True
+
+
+def _kernel_name(language: str) -> str | None:
+    from jupyter_client.kernelspec import KernelSpecManager
+    specs = KernelSpecManager().get_all_specs()
+    if KERNELS.get(language) in specs:
+        return KERNELS[language]
+    return next((name for name, s in sorted(specs.items())
+                 if s["spec"].get("language", "").lower() == language), None)
+
+
+def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
+                     inspect: list[str], limits: ExecLimits = ExecLimits(),
+                     workdir: Path | None = None) -> ExecutionResult:
+    """Run ``nb`` in a fresh sandboxed kernel; never raises for a student's code."""
+    started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
+    kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
+    tampering = static_findings(nb.get("cells", []), language)
+
+    def failed(error: str) -> ExecutionResult:
+        log.error("notebook not executed: %s", error)
+        return ExecutionResult([], scan.missing(names, f"not executed: {error}"), kernel, language,
+                               time.perf_counter() - started, False, sandboxed, error, notes,
+                               tampering)
+
+    if not kernel:
+        return failed(f"no Jupyter kernel for {language} (looked for {KERNELS.get(language)!r})")
+    if not sandboxed and not limits.allow_unsandboxed:
+        return failed("the sandbox (bubblewrap, `bwrap`) is missing or cannot run here: student "
+                      "code was not run; install bubblewrap or allow unsandboxed execution")
+    if not sandboxed:
+        log.warning("running student code WITHOUT the sandbox: bubblewrap is unavailable")
+        notes.append("ran WITHOUT the sandbox (bubblewrap unavailable): resource limits only, "
+                     "no network or filesystem isolation")
+    marker, probe_marker = (f"@@grader-{w}-{uuid.uuid4().hex}@@" for w in ("inspect", "probe"))
+    try:
+        with reserve_user() if sandboxed else _as_grader() as user:
+            work = make_run_folder(workdir)
+            try:
+                view = View(runtime_paths(kernel, RUNNER) if sandboxed else ())
+                layout = Layout.prepare(work, nb, data, sandboxed, view)
+                notes += layout.notes
+                write_identity(layout.identity, user.uid, user.gid, work / "home")
+                hand_over(work, user, keep=(layout.identity,))
+                code = scan.inspection_code(language, names, marker) if names else ""
+                outcome = _run(layout, kernel, code, probe_code(language, probe_marker), limits,
+                               sandboxed, user)
+            finally:
+                if workdir is None:
+                    shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
+    except (SandboxError, OSError) as exc:  # setting up the run failed: not the student's doing
+        return failed(str(exc))
+    notes.append(outcome.containment(user, limits))
+    probes = {e.get("when"): e for e in outcome.events if e.get("event") == "probe"}
+    tampering += probe_findings(probes.get("before"), probes.get("after"), probe_marker)
+    if tampering:
+        log.warning("the notebook tampers with the executor: %s", [t.text for t in tampering])
+    return _result(outcome, names, marker, kernel, language, started, sandboxed, notes, tampering)
+
+
+def _as_grader() -> contextlib.nullcontext[SandboxUser]:
+    return contextlib.nullcontext(SandboxUser(os.getuid(), os.getgid(), dedicated=False))
+
+
+@dataclass
+class _Outcome:
+    events: list[dict[str, Any]]
+    killed: bool  # by the wall clock
+    nproc: int  # RLIMIT_NPROC set
+    cgroup: str  # what the run's cgroup was ("" without one)
+    refused_forks: int  # counted by the cgroup
+
+    def containment(self, user: SandboxUser, limits: ExecLimits) -> str:
+        """What bounded the run's processes, as the runner saw it from inside."""
+        me = next((e for e in self.events if e.get("event") == "start"), {})
+        if user.dedicated and me.get("uid") == user.uid and me.get("cap_eff") == 0:
+            text = (f"student code ran as uid {user.uid}, reserved for this run, without "
+                    f"capabilities: at most {self.nproc} processes and threads (RLIMIT_NPROC)")
+        elif os.geteuid() == 0:
+            text = ("the grader runs as root and student code did not run as a uid of its own:"
+                    " the kernel exempts it from the process limit")
+        else:
+            text = (f"student code ran as the grader's user: at most {self.nproc} processes "
+                    f"and threads of that user (RLIMIT_NPROC, {limits.max_processes} on top of "
+                    "its own)")
+        if self.cgroup:
+            text += f"; {self.cgroup}"
+        if self.refused_forks:
+            text += f"; the process limit refused {self.refused_forks} forks"
+        return text
+
+
+def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, language: str,
+            started: float, sandboxed: bool, notes: list[str],
+            tampering: list[Evidence]) -> ExecutionResult:
+    events, killed = outcome.events, outcome.killed
+    kinds = {e.get("event"): e for e in events}
+    cells = [CellRun(e["cell_id"], e["index"], e["ok"], strip_ansi(e["error"]),
+                     tuple(Output(o["kind"], strip_ansi(o["text"]), tuple(o["mime"]), o["name"],
+                                  tuple((m, t) for m, t in o.get("rich", ())))
+                           for o in e["outputs"]), e["seconds"])
+             for e in events if e.get("event") == "cell"]
+    stop, fatal = kinds.get("stop", {}).get("reason", ""), kinds.get("fatal", {}).get("error", "")
+    error = "" if "start" in kinds else f"the kernel could not start: {fatal}"
+    if killed or stop == "dead" or (not error and "done" not in kinds):
+        notes.append("the total time limit was reached: the sandbox was killed" if killed else
+                     "the kernel died; later cells were not run" if stop == "dead" else
+                     f"the run ended early, later cells did not run: {fatal or 'runner killed'}")
+    got = kinds.get("inspect", {"error": error or "execution stopped"})
+    variables = scan.parse_inspection(got.get("text", ""), marker, names, got.get("error", ""))
+    seconds = round(time.perf_counter() - started, 3)
+    log.info("ran %d cells in %.1f s (%s, sandboxed=%s)", len(cells), seconds, kernel, sandboxed)
+    return ExecutionResult(cells, variables, kernel, language, seconds,
+                           killed or stop in ("timeout", "total"), sandboxed, error, notes,
+                           tampering)
+
+
+def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
+         sandboxed: bool, user: SandboxUser) -> _Outcome:
+    """Start the runner; return its events and how its processes were bounded."""
+    read_fd, write_fd = os.pipe()
+    switch = sandboxed and user.dedicated
+    spec = {"notebook": str(layout.work / "notebook.ipynb"), "kernel": kernel, "code": code,
+            "probe": probe, "work": str(layout.work), "cwd": str(layout.cwd),
+            "events_fd": write_fd, "cell_timeout_s": limits.cell_timeout_s,
+            "total_timeout_s": limits.total_timeout_s}
+    (layout.work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    prefix = layout.view.argv(str(BWRAP), layout.work, layout.cwd, layout.tops, layout.identity,
+                              switch_user=switch) if sandboxed else []
+    argv = [*prefix, sys.executable, "-I", str(RUNNER), str(layout.work / "spec.json"),
+            *(["--user", f"{user.uid}:{user.gid}"] if switch else [])]
+    events: list[dict[str, Any]] = []
+
+    def read_events() -> None:
+        with os.fdopen(read_fd, "rb") as stream:
+            for line in stream:
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    log.warning("unreadable event from the sandbox runner: %r", line[:200])
+
+    reader = threading.Thread(target=read_events, daemon=True)
+    cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES)
+    nproc = user.nproc(limits.max_processes)
+    preexec = limiter(limits.memory_mb, limits.max_file_mb, nproc,
+                      limits.total_timeout_s + GRACE_S, cgroup.join if cgroup.folders else None)
+    # the runner's log lives outside the work folder, which the student's code may rewrite
+    with tempfile.TemporaryFile() as runner_log:
+        try:
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=layout.cwd, env=sandbox_env(), stdin=subprocess.DEVNULL,
+                    stdout=runner_log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                    preexec_fn=preexec, start_new_session=True)
+            except (OSError, subprocess.SubprocessError) as exc:
+                os.close(read_fd)
+                raise SandboxError(f"cannot start the sandbox runner: {exc}") from exc
+            finally:
+                os.close(write_fd)
+            reader.start()
+            try:
+                proc.wait(timeout=limits.total_timeout_s + GRACE_S)
+                killed = False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                killed = True
+            reader.join(timeout=30)
+            refused, described = cgroup.refused_forks(), cgroup.describe()
+        finally:
+            cgroup.close()
+        if not any(e.get("event") in ("start", "fatal") for e in events):
+            runner_log.seek(0)
+            tail = runner_log.read().decode("utf-8", errors="replace").strip()[-1000:]
+            raise SandboxError(f"the sandbox runner exited with {proc.returncode} before the "
+                               f"kernel started: {tail}")
+    return _Outcome(events, killed, nproc, described, refused)

@@ -1,0 +1,312 @@
+"""Runs one notebook inside the sandbox: nbclient and its kernel together.
+
+    python -I grader/sandbox/runner.py SPEC_JSON [--user UID:GID]   (as execution.py does)
+    python -m grader.sandbox.runner SPEC_JSON          (the same, by hand)
+
+With ``--user`` (the grader is root) the runner becomes that uid and gid before anything
+else, even before reading the spec: the work folder is the uid's, mode 0700, and root in
+the sandbox has no capability but CAP_SETUID and CAP_SETGID.
+
+The spec (written by ``grader.sandbox.execution``) names the notebook file, the kernel, the
+working directory, the timeouts, the inspection ``code`` to run after the last cell, the
+``probe`` to run before the first cell and after the last (``grader.sandbox.tamper``),
+and ``events_fd``: a pipe to the grader outside the sandbox. The runner writes one JSON
+object per line to that pipe (or to stdout when there is none), as it goes, so that
+everything done before a kill is kept:
+
+    {"event": "start", "kernel": ..., "uid": ..., "gid": ..., "cap_eff": ..., ...}
+    {"event": "probe", "when": "before", "text": <its stdout>, "error": ...}
+    {"event": "cell", "index": 3, "cell_id": ..., "ok": ..., "error": ..., "outputs": [...],
+     "seconds": ...}
+    {"event": "stop", "reason": "timeout" | "dead" | "total"}
+    {"event": "probe", "when": "after", ...}
+    {"event": "inspect", "text": <stdout of the inspection cell>, "error": ...}
+    {"event": "done"}          or   {"event": "fatal", "error": ...}
+
+A cell's status is the kernel's execute reply (``status``, ``ename``, ``evalue``), which
+a replaced ``showtraceback`` does not change, though it silences the error output; a
+cell whose reply says "ok" but whose outputs hold an error (a reply rewritten from a
+``post_run_cell`` callback) failed too.
+
+Before the kernel starts, the runner points HOME and the Jupyter, XDG and matplotlib
+folders at the work folder (everything else is read-only) and limits BLAS/OpenMP to one
+thread each. It imports nothing from ``grader`` (it runs as ``python -I`` on this file,
+outside the package), only nbformat and nbclient.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+MAX_TEXT = 100_000  # characters kept per output
+RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
+INSPECT_TIMEOUT_S = 60
+PROBE_TIMEOUT_S = 20
+TIMEOUT = "CellTimeoutError"
+PR_SET_DUMPABLE = 4
+
+
+def _text(value: Any, limit: int = MAX_TEXT) -> str:
+    text = "".join(map(str, value)) if isinstance(value, list) else str(value or "")
+    return text if len(text) <= limit else text[:limit] + "\n[... output truncated]"
+
+
+def normalise(output: dict[str, Any]) -> dict[str, Any]:
+    """One output as the fields of ``grader.types.Output``, with the conventions of
+    ``grader.notebooks.load`` (ANSI escapes are removed outside, with ``strip_ansi``)."""
+    kind = output.get("output_type", "")
+    if kind == "stream":
+        return {"kind": kind, "text": _text(output.get("text")), "mime": [],
+                "name": output.get("name", "")}
+    if kind == "error":
+        ename, trace = output.get("ename", ""), "\n".join(output.get("traceback") or ())
+        text = f"{ename}: {output.get('evalue', '')}" + (f"\n{trace}" if trace else "")
+        return {"kind": kind, "text": _text(text), "mime": [], "name": ename}
+    data = output.get("data", {})
+    rich = [[m, _text(v if isinstance(v, (str, list)) else json.dumps(v))]
+            for m, v in data.items() if m in RICH]  # read by people and models: scanned too
+    return {"kind": kind, "text": _text(data.get("text/plain", "")), "name": "",
+            "mime": [m for m in data if m != "text/plain"], "rich": rich}
+
+
+def merged_streams(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive stream outputs of one name as one output, however the kernel's flushes
+    fell. Joined once at the end: nbclient's own ``coalesce_streams`` re-scans the whole
+    text on every message, which took 40 s for an R inspection line sent in many pieces."""
+    out: list[dict[str, Any]] = []
+    for o in outputs:
+        last = out[-1] if out else None
+        if (o.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == o.get("name")):
+            last["text"] = last["text"] + [_text(o.get("text"))]
+        else:
+            out.append({**o, "text": [_text(o.get("text"))]} if o.get("output_type") == "stream"
+                       else o)
+    return out
+
+
+def reply_error(reply: dict[str, Any] | None) -> str | None:
+    """``ename: evalue`` from an execute reply, "" when it is ok, None when none came."""
+    if not reply:
+        return None
+    content = reply.get("content", {})
+    status = content.get("status")
+    if status == "ok":
+        return ""
+    if status == "error":
+        return _text(f"{content.get('ename', '')}: {content.get('evalue', '')}".strip())
+    return f"KernelReply: the kernel answered {status!r}"
+
+
+def first_error(outputs: list[dict[str, Any]]) -> str:
+    """``ename: evalue`` of the first error among nbformat outputs, or ""."""
+    return next((_text(f"{o.get('ename', '')}: {o.get('evalue', '')}".strip()) for o in outputs
+                 if o.get("output_type") == "error"), "")
+
+
+def kernel_environment(work: Path) -> dict[str, str]:
+    home = work / "home"
+    env = {"HOME": str(home), "TMPDIR": "/tmp", "MPLBACKEND": "Agg",
+           "JUPYTER_RUNTIME_DIR": str(work / "runtime"), "XDG_RUNTIME_DIR": str(work / "runtime"),
+           "R_LIBS_USER": os.environ.get("R_LIBS_USER") or str(home / "R"),
+           "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    folders = {"JUPYTER_CONFIG_DIR": ".jupyter", "IPYTHONDIR": ".ipython",
+               "MPLCONFIGDIR": ".matplotlib", "XDG_CACHE_HOME": ".cache",
+               "XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share"}
+    return env | {var: str(home / sub) for var, sub in folders.items()}
+
+
+def become(uid: int, gid: int) -> None:
+    """Switch for good to the run's own unprivileged uid (which clears the capabilities)."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    now = identity()
+    if (os.getresuid(), os.getresgid(), os.getgroups()) != ((uid,) * 3, (gid,) * 3, []) \
+            or now["cap_eff"] or now["cap_prm"]:
+        raise PermissionError(f"could not become uid {uid} without capabilities: {now}")
+
+
+def identity() -> dict[str, Any]:
+    """Who the runner is: uid, gid and capabilities (from /proc/self/status)."""
+    status = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text(encoding="ascii").splitlines() if ":" in line)
+    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "cap_eff": int(status["CapEff"], 16), "cap_prm": int(status["CapPrm"], 16),
+            "no_new_privs": int(status.get("NoNewPrivs", "0"))}
+
+
+def _undumpable() -> None:
+    """Keep the student's kernel (same uid) out of /proc/<this pid>/fd and our memory."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def run(spec: dict[str, Any], sink: IO[str]) -> int:
+    def emit(**event: Any) -> None:
+        sink.write(json.dumps(event) + "\n")
+        sink.flush()
+
+    if spec.get("work"):
+        os.environ.update(kernel_environment(Path(spec["work"])))
+    nb = nbformat.reads(Path(spec["notebook"]).read_text(encoding="utf-8"), as_version=4)
+    # On a timeout nbclient interrupts the kernel and answers with this error (rather than
+    # raising CellTimeoutError, which leaves a task behind that swallows later output).
+    client = NotebookClient(
+        nb,
+        kernel_name=spec["kernel"],
+        timeout=spec["cell_timeout_s"],
+        allow_errors=True,
+        record_timing=False,
+        interrupt_on_timeout=True,
+        error_on_timeout={"ename": TIMEOUT, "evalue": "", "traceback": []},
+        startup_timeout=spec.get("startup_timeout_s", 60),
+        # The sandbox is thrown away after the run: no need to wait for a polite exit,
+        # nor for IPython to set up a history database nobody will read.
+        shutdown_kernel="immediate",
+        extra_arguments=(["--HistoryManager.enabled=False"]
+                         if spec["kernel"].startswith("python") else []),
+        resources={"metadata": {"path": spec["cwd"]}},
+    )
+    replies: dict[int, Any] = {}
+    client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.update(
+        {cell_index: execute_reply})
+    probe = spec.get("probe") or ""
+    try:
+        with client.setup_kernel():
+            emit(event="start", kernel=spec["kernel"], **identity())
+            if probe:
+                emit(event="probe", when="before", **_hidden(client, nb, probe, replies))
+            deadline = time.monotonic() + spec["total_timeout_s"]  # kernel start-up not counted
+            stop = _run_cells(client, nb, spec, deadline, replies, emit)
+            if stop:
+                emit(event="stop", reason=stop)
+            if probe and stop != "dead":
+                emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
+            if spec.get("code"):
+                _inspect(client, nb, spec["code"], stop, replies, emit)
+    except Exception as exc:
+        emit(event="fatal", error=f"{type(exc).__name__}: {exc}")
+        raise
+    emit(event="done")
+    return 0
+
+
+def _timed_out(replies: dict[int, Any], index: int) -> bool:
+    reply = replies.get(index) or {}
+    return reply.get("content", {}).get("ename") == TIMEOUT
+
+
+def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: float,
+               replies: dict[int, Any], emit: Any) -> str:
+    for index, cell in enumerate(list(nb.cells)):
+        if cell.cell_type != "code":
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 1:
+            return "total"
+        client.timeout = max(1, math.ceil(min(spec["cell_timeout_s"], remaining)))
+        started, error, stop = time.perf_counter(), "", ""
+        cell.outputs = []  # never report the student's stored outputs as fresh ones
+        try:
+            client.execute_cell(cell, index)
+            if _timed_out(replies, index):
+                error = f"{TIMEOUT}: the cell did not finish within {client.timeout} s"
+                stop = "timeout" if client.timeout >= spec["cell_timeout_s"] else "total"
+        except DeadKernelError:
+            error = "DeadKernelError: the kernel died (memory, file size or CPU limit?)"
+            stop = "dead"
+        # the reply decides; an error output still counts when a patched kernel replies "ok"
+        error = error or reply_error(replies.get(index)) or first_error(cell.get("outputs", []))
+        outputs = [normalise(o) for o in merged_streams(cell.get("outputs", []))]
+        emit(
+            event="cell",
+            index=index,
+            cell_id=cell.get("id") or f"cell-{index}",
+            ok=not error,
+            error=error,
+            outputs=outputs,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        if stop:
+            return stop
+    return ""
+
+
+def _hidden(client: NotebookClient, nb: Any, code: str,
+            replies: dict[int, Any]) -> dict[str, str]:
+    """Run ``code`` as a cell the notebook does not keep: its stdout and error."""
+    cell = nbformat.v4.new_code_cell(code)
+    nb.cells.append(cell)
+    index = len(nb.cells) - 1
+    client.timeout = PROBE_TIMEOUT_S
+    try:
+        client.execute_cell(cell, index, store_history=False)
+    except DeadKernelError as exc:
+        return {"text": "", "error": f"DeadKernelError: {exc}"}
+    finally:
+        nb.cells.pop()
+    if _timed_out(replies, index):
+        return {"text": "", "error": f"{TIMEOUT}: no answer in {PROBE_TIMEOUT_S} s"}
+    outputs = cell.get("outputs", [])
+    text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    error = reply_error(replies.pop(index, None))
+    return {"text": text, "error": first_error(outputs) if error is None else error}
+
+
+def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dict[int, Any],
+             emit: Any) -> None:
+    if stop == "dead":
+        emit(event="inspect", text="", error="the kernel died before inspection")
+        return
+    cell = nbformat.v4.new_code_cell(code)
+    nb.cells.append(cell)
+    client.timeout = INSPECT_TIMEOUT_S
+    try:
+        client.execute_cell(cell, len(nb.cells) - 1, store_history=False)
+    except DeadKernelError as exc:
+        emit(event="inspect", text="", error=f"DeadKernelError: {exc}")
+        return
+    if _timed_out(replies, len(nb.cells) - 1):
+        emit(event="inspect", text="", error=f"{TIMEOUT}: no answer in {INSPECT_TIMEOUT_S} s")
+        return
+    outputs = cell.get("outputs", [])  # the summary line may be long: no truncation
+    text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    emit(event="inspect", text=text, error=first_error(outputs))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--user"):
+        sys.stderr.write("usage: python -m grader.sandbox.runner SPEC_JSON [--user UID:GID]\n")
+        return 2
+    if len(argv) == 4:
+        uid, _, gid = argv[3].partition(":")
+        become(int(uid), int(gid))
+    _undumpable()
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    os.chdir(spec["cwd"])
+    fd = spec.get("events_fd")
+    if fd is None:
+        return run(spec, sys.stdout)
+    os.set_inheritable(fd, False)  # the kernel must not inherit the pipe
+    with os.fdopen(fd, "w", encoding="utf-8") as sink:
+        return run(spec, sink)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

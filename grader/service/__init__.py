@@ -1,0 +1,11 @@
+"""What the app's pages call: grading in the background, review, and the workspace.
+
+``jobs`` runs a grading job in a thread that a page follows live; ``batch`` grades
+many submissions with each report stored as soon as it is made, and resumes an
+interrupted batch; ``review`` lists stored grades, applies overrides and regrades;
+``rescore`` previews what an edited rubric would do to the grades already given;
+``workspace`` holds the instructor's assignments (bundled and made in the app).
+
+May import: every room below it (errors, types, notebooks, rubrics, assignment,
+layers, scoring, pipeline, store, views) and ``inference``'s public names.
+"""

@@ -1,0 +1,324 @@
+"""A grading job in the background, followed live by a page.
+
+The Grade page hands over the uploaded files and gets a ``GradeJob``: the job
+expands the uploads (ZIPs, notebooks; a bad file becomes a problem that names
+it, and the others go on), grades them in a worker thread through
+``grade_batch`` with the store (each report is saved as soon as it is made),
+and folds the pipeline's progress events into a ``ProgressBoard`` that the
+page draws from snapshots (``wait`` returns when the board changed). If the
+page goes away (the browser tab is closed, the user clicks elsewhere), the job
+still finishes and every grade is in the store: nothing done is lost.
+
+Starting is idempotent: asking again for the same work (the same files for the
+same assignment and options, the same grades to regrade, the same batch to
+resume) while a job does it gives that job, not a second batch (two quick
+clicks on Grade). A notebook with little in common with the assignment's template
+(the pipeline's ``unlike_template`` flag) is named in ``JobResult.unlike``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inference import DisaggregatedClient
+
+from ..errors import StoreError
+from ..layers.base import GradeOptions
+from ..notebooks.archive import InputProblem, expand_uploads
+from ..pipeline import GradeInput, Grader
+from ..rubrics.schema import Rubric, loads
+from ..store.database import BatchRow, GradeRow, Store
+from ..types import GradeReport
+from ..views.progress import BoardSnapshot, ProgressBoard
+from .batch import BatchResult, grade_batch, resume_batch
+from .workspace import Upload, Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class JobResult:
+    assignment: str
+    reports: list[GradeReport] = field(default_factory=list)
+    grade_ids: list[int] = field(default_factory=list)  # one per report, same order
+    problems: list[InputProblem] = field(default_factory=list)  # files not graded, and why
+    reused: int = 0
+    error: str = ""  # the job itself failed (the assignment could not be loaded, ...)
+    seconds: float = 0.0
+    # Regrades: for each notebook graded, the grade it was graded again from, as it was
+    # then: (grade id, rubric version, score).
+    before: list[tuple[int, str, float | None]] = field(default_factory=list)
+    title: str = ""  # the assignment's title (for the downloads)
+    # Notebooks with little in common with the assignment's template: (grade id, fit)
+    unlike: list[tuple[int, str]] = field(default_factory=list)  # (grade id, why)
+
+    def stored(self, store: Store, anonymous: bool = False) -> list[tuple[int, GradeReport]]:
+        """The job's grades as stored now: with overrides, and pseudonyms when asked."""
+        return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids]
+
+
+Collect = Callable[[], tuple[list[GradeInput], list[InputProblem]]]
+RunBatch = Callable[[Grader, list[GradeInput]], BatchResult]
+
+_LIVE: set[GradeJob] = set()  # jobs running in this process
+_LIVE_LOCK = threading.Lock()
+
+
+def _store_file(store: Store) -> str:
+    """The store's file, resolved: two Store objects over one file are one store."""
+    return str(store.path) if str(store.path) == ":memory:" else \
+        str(Path(store.path).resolve())
+
+
+def _work_key(store: Store, *parts: object) -> str:
+    """What a job does, as a key: the store's file and the job's parts."""
+    return hashlib.sha256(repr((_store_file(store), *parts)).encode()).hexdigest()
+
+
+class GradeJob:
+    def __init__(self, workspace: Workspace, assignment: str, collect: Collect,
+                 options: GradeOptions, client: DisaggregatedClient | None,
+                 workers: int = 1, regrade: bool = False, run: RunBatch | None = None,
+                 rubric: Rubric | None = None, key: str = "",
+                 holds: int | None = None, kind: str = "grade") -> None:
+        """``collect`` gives the notebooks to grade and the files that cannot be (it runs
+        in the job's thread: expanding a large ZIP does not hold the page up); ``run``
+        grades them (default: a new batch in the store); ``rubric`` replaces the one in
+        force (a resumed batch keeps the version it started with); ``key`` names the
+        work, so that starting it again while this job runs gives this job; ``holds``: a
+        batch taken over for this job, marked interrupted again if the job fails; ``kind``:
+        "grade", "regrade" or "resume" (what a page that finds the job says it does)."""
+        self.key = key
+        self.kind = kind
+        self.started_at = time.time()
+        self.holds = holds
+        self.workspace = workspace
+        self.assignment = assignment
+        self.collect = collect
+        self.options = options
+        self.client = client if options.use_llm else None
+        self.workers = workers
+        self.rubric = rubric
+        self.run = run or (lambda grader, items: grade_batch(
+            grader, items, workspace.store, workers, regrade=regrade))
+        self.result = JobResult(assignment)
+        self.board = ProgressBoard(models=self.client is not None)
+        self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
+
+    def start(self) -> GradeJob:
+        """Start grading; if a job of this process does the same work (same ``key``), that
+        job is returned instead and this one never runs."""
+        with _LIVE_LOCK:
+            same = next((j for j in _LIVE if self.key and j.key == self.key), None)
+            if same is not None:
+                log.info("grading job for %s already running: not started twice",
+                         self.assignment)
+                return same
+            _LIVE.add(self)
+            self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread.ident is not None and self._thread.is_alive()
+
+    @property
+    def finished(self) -> bool:
+        return self._thread.ident is not None and not self._thread.is_alive()
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            items, self.result.problems = self.collect()
+            self.board.set_total(len(items))
+            assignment = self.workspace.load(self.assignment)
+            if self.rubric is not None:
+                assignment = dataclasses.replace(assignment, rubric=self.rubric)
+            self.result.title = assignment.title
+            grader = Grader(assignment, self.options, client=self.client,
+                            events=self.board.apply)
+            store = self.workspace.store
+            batch = self.run(grader, items)
+            aid = self.workspace.assignment_id(self.assignment)
+            version = assignment.rubric.version
+            ids = []
+            for item in items:
+                row = store.find_grade(aid, item.sha256, version, item.student_id)
+                if row is None:  # every report is saved as it is made: this is a bug
+                    raise StoreError(f"{item.name} was graded but its grade is not in the store")
+                ids.append(row.id)
+            self.result.reports, self.result.grade_ids = batch.reports, ids
+            self.result.reused = batch.reused
+            self.result.unlike = _unlike(batch.reports, items, ids)
+        except Exception as exc:  # shown on the page; grades already saved stay saved
+            log.exception("grading job for %s failed", self.assignment)
+            self.result.error = f"{type(exc).__name__}: {exc}"
+            if self.holds is not None:
+                self._release(self.result.error)
+        finally:
+            self.result.seconds = time.perf_counter() - t0
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+
+    def _release(self, why: str) -> None:
+        """Leave the batch this job took over as interrupted, to be resumed later."""
+        try:
+            self.workspace.store.interrupt_batch(self.holds, why)
+        except StoreError:
+            log.exception("batch %s could not be marked interrupted", self.holds)
+
+    def wait(self, since_version: int, timeout: float = 0.25) -> BoardSnapshot:
+        """The board once it changed after ``since_version``, the job ended, or the
+        timeout passed (a page's redraw loop)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = self.board.snapshot()
+            if snap.version != since_version or self.finished or time.monotonic() > deadline:
+                return snap
+            time.sleep(0.02)
+
+
+def _unlike(reports: Sequence[GradeReport], items: Sequence[GradeInput],
+            grade_ids: Sequence[int]) -> list[tuple[int, str]]:
+    """(grade id, the flag's message) of the notebooks that have little in common with
+    the assignment's template (the pipeline's ``unlike_template`` flag)."""
+    ids = {(i.sha256, i.student_id): g for i, g in zip(items, grade_ids, strict=True)}
+    return [(ids[(r.sha256, r.student_id)], f.message) for r in reports
+            for f in r.flags if f.code == "unlike_template" and (r.sha256, r.student_id) in ids]
+
+
+def start_grading(workspace: Workspace, assignment: str, uploads: Sequence[Upload],
+                  options: GradeOptions, client: DisaggregatedClient | None,
+                  workers: int = 1, regrade: bool = False) -> GradeJob:
+    """Start grading ``uploads`` (notebooks and ZIPs) for ``assignment`` in the background.
+    The same uploads for the same assignment and options, asked for again while they are
+    graded, give the running job (one batch per upload set)."""
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        files, problems = expand_uploads([(u.name, u.data) for u in uploads])
+        return [GradeInput.from_submission(f) for f in files], problems
+
+    return GradeJob(workspace, assignment, collect, options, client, workers, regrade,
+                    key=grading_key(workspace, assignment, uploads, options, regrade)).start()
+
+
+def grading_key(workspace: Workspace, assignment: str, uploads: Sequence[Upload],
+                options: GradeOptions, regrade: bool = False) -> str:
+    """What ``start_grading`` does, as a ``GradeJob.key``: the store, the assignment, the
+    uploads' names and contents (in any order), the options."""
+    files = sorted((u.name, hashlib.sha256(u.data).hexdigest()) for u in uploads)
+    return _work_key(workspace.store, "grade", assignment, files, options, regrade)
+
+
+def stored_input(store: Store, grade: GradeRow) -> GradeInput:
+    """A graded submission as the grader takes it, from the bytes the store kept (with the
+    student's real id and name). Raises StoreError when they were not kept."""
+    data = store.get_file(grade.sha256)
+    if data is None:
+        raise StoreError(f"{grade.file}: its content was not kept (graded before the store "
+                         "kept notebooks); upload it on the Grade page")
+    return GradeInput(grade.file, data, grade.student_id, grade.display_name)
+
+
+def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: GradeOptions,
+                    client: DisaggregatedClient | None, workers: int = 1) -> GradeJob:
+    """Grade stored submissions again, from their stored bytes, with the rubric now in force
+    (after a rubric edit, say). All grades must be of one assignment; several grades of
+    one submission (its rubric versions) grade it once. ``result.before`` holds, for each
+    notebook graded, the grade it was graded again from. The overrides of the grades
+    replaced are carried over (grader/store/carry.py)."""
+    store = workspace.store
+    if not grade_ids:
+        raise StoreError("no grades to regrade")
+    rows: list[GradeRow] = []
+    for gid in grade_ids:  # a notebook once, however many of its grades are given
+        row = store.get_grade(gid)
+        if all(r.submission_id != row.submission_id for r in rows):
+            rows.append(row)
+    if len({r.assignment_id for r in rows}) != 1:
+        raise StoreError("regrading grades of several assignments at once")
+    name = store.assignment_name(rows[0].assignment_id)
+    job: GradeJob
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        items, problems, before = [], [], []
+        for r in rows:
+            try:
+                items.append(stored_input(store, r))
+            except StoreError as exc:
+                problems.append(InputProblem(r.file, str(exc)))
+                continue
+            before.append((r.id, r.rubric_version, r.score))
+        job.result.before = before
+        return items, problems
+
+    key = _work_key(store, "regrade", sorted(r.submission_id for r in rows), options)
+    job = GradeJob(workspace, name, collect, options, client, workers, regrade=True, key=key,
+                   kind="regrade")
+    return job.start()
+
+
+def running_jobs(workspace: Workspace, assignment: str | None = None,
+                 kinds: Sequence[str] = ("grade", "regrade", "resume")) -> list[GradeJob]:
+    """Jobs of this process grading now into ``workspace``'s store (for ``assignment``
+    when given), oldest first: a page drawn afresh (a reload, a second tab) finds the
+    batches that run on without it."""
+    where = _store_file(workspace.store)
+    with _LIVE_LOCK:
+        jobs = [j for j in _LIVE if _store_file(j.workspace.store) == where and j.kind in kinds
+                and (assignment is None or j.assignment == assignment)]
+    return sorted(jobs, key=lambda j: j.started_at)
+
+
+def interrupted_batches(workspace: Workspace, assignment: str) -> list[BatchRow]:
+    """Batches of ``assignment`` that stopped with notebooks left to grade: their grader
+    is gone (the app was stopped or killed, the machine restarted) or its grading
+    failed. A batch that a live grader runs, here or in another process, is not one."""
+    aid = workspace.store.assignment_id(assignment)
+    if aid is None:
+        return []
+    return [b for b in workspace.store.batches(aid) if b.status == "interrupted"]
+
+
+def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
+                   client: DisaggregatedClient | None, workers: int = 1) -> GradeJob:
+    """Grade what an interrupted batch left, from the notebooks the store kept when it
+    started, with the rubric version it started with. The batch is taken over at once
+    (StoreError if it is not interrupted); asked again while its job runs, that job."""
+    store = workspace.store
+    key = _work_key(store, "resume", batch_id)
+    with _LIVE_LOCK:
+        same = next((j for j in _LIVE if j.key == key), None)
+    if same is not None:
+        return same
+    batch = store.get_batch(batch_id)
+    name = store.assignment_name(batch.assignment_id)
+    version = next(v for v in store.rubric_versions(batch.assignment_id)
+                   if v.id == batch.rubric_version_id)
+    rubric = loads(version.rubric_json, f"{name} rubric {version.version}")
+    store.claim_batch(batch_id)
+
+    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
+        items, problems = [], []
+        for p in store.pending_items(batch_id):
+            data = store.get_file(p.sha256)
+            if data is None:
+                problems.append(InputProblem(p.file, "its content was not kept: upload it "
+                                                     "again"))
+                store.mark_item(p.id, "error", error="content not kept; upload again")
+                continue
+            items.append(GradeInput(p.file, data, p.student_id, p.display_name))
+        return items, problems
+
+    def run(grader: Grader, items: list[GradeInput]) -> BatchResult:
+        return resume_batch(grader, store, batch_id, items, workers, claim=False)
+
+    return GradeJob(workspace, name, collect, options, client, workers, run=run,
+                    rubric=rubric, key=key, holds=batch_id, kind="resume").start()

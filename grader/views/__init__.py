@@ -1,0 +1,10 @@
+"""What the instructor's pages show, computed without Streamlit: rows, words and figures.
+
+``reports`` makes the Grade and Review pages' rows and download files; ``progress``
+is a grading job's live board (each layer's state in words); ``model_state`` says what
+the model layers did for one grade; ``grading`` and ``model_timings`` are the
+Dashboard's grading section, read from the store; ``agreement`` compares the grader's
+scores with an instructor's (MAE, Pearson, Spearman, QWK).
+
+May import: errors, types, events, notebooks, analysis, rubrics, store, exports.
+"""

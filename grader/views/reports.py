@@ -1,0 +1,300 @@
+"""Rows and files made from reports, for the app's Grade and Review pages.
+
+Presentation only, no Streamlit: plain rows with units in the column names, a
+diff of two reports, the notebook as cells labelled by who wrote them, and the
+download files. Model-written text is always labelled as such; numbers come
+from the reports (points) and the engine's measurements (tok/s, TTFT).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.template import match_template
+from ..exports.formats import (
+    canvas_csv,
+    feedback_zip,
+    json_export,
+    plain_csv,
+    safe_stem,
+    student_name,
+)
+from ..notebooks.archive import InputProblem
+from ..notebooks.load import load_both
+from ..rubrics.schema import Rubric
+from ..types import GradeReport, Notebook
+
+
+def percent(score: float | None, max_score: float | None) -> float | None:
+    """The score in percent, one decimal; None when there is no score or no maximum."""
+    return None if score is None or not max_score else round(100 * score / max_score, 1)
+
+
+def problem_lines(problems: Sequence[InputProblem], hide_names: bool = False) -> list[str]:
+    """What went wrong with each file that could not be read; ``hide_names`` numbers
+    them ("unreadable file 1") instead of naming them."""
+    return [f"{f'unreadable file {i}' if hide_names else p.file}: not graded: {p.reason}"
+            for i, p in enumerate(problems, 1)]
+
+
+def result_rows(graded: Sequence[tuple[int, GradeReport]]) -> list[dict[str, Any]]:
+    """One row per report (grade id, student, score, points per criterion, flags, review);
+    reports come with pseudonyms from the store when names are hidden. Files that could
+    not be read at all are no rows here: ``problem_lines`` names them, with the reason."""
+    rows = []
+    for grade_id, r in graded:
+        row: dict[str, Any] = {
+            "grade": grade_id, "student": student_name(r), "file": r.file,
+            "score": None if r.score is None else round(r.score, 2), "max": r.max_score,
+            "%": percent(r.score, r.max_score),
+        }
+        row.update({f"{c.id} (/{c.max_points:g})": round(c.points, 2) for c in r.criteria})
+        row.update({
+            "needs review": ", ".join(r.needs_review) if r.status == "graded" else "all",
+            "flags": ", ".join(dict.fromkeys(f.code for f in r.flags)),
+            "status": r.status if r.status == "graded" else f"error: {r.error}",
+        })
+        rows.append(row)
+    return rows
+
+
+def criterion_rows(r: GradeReport) -> list[dict[str, Any]]:
+    return [{
+        "criterion": c.id, "title": c.title, "kind": c.kind, "points": round(c.points, 2),
+        "max": c.max_points, "needs review": c.needs_review,
+        "why review": "; ".join(c.review_reasons),
+        "checks": "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in c.checks),
+    } for c in r.criteria]
+
+
+def evidence_rows(r: GradeReport, criterion_id: str) -> list[dict[str, Any]]:
+    """What each check of a criterion found, and where (cell, line)."""
+    crit = next((c for c in r.criteria if c.id == criterion_id), None)
+    if crit is None:
+        return []
+    rows = []
+    for ch in crit.checks:
+        for e in ch.evidence or (None,):
+            rows.append({
+                "layer": ch.layer, "check": ch.check, "target": ch.target,
+                "share": round(ch.score, 3), "weight": ch.weight, "status": ch.status,
+                "message": ch.message, "cell": e.cell_id if e else None,
+                "line": e.line if e else None, "seen": e.text if e else "",
+            })
+    return rows
+
+
+def model_rows(r: GradeReport) -> list[dict[str, Any]]:
+    """What the models said per criterion (L3 for code, L4 for written answers)."""
+    rows = []
+    for c in r.criteria:
+        n = c.model_notes
+        if not n:
+            continue
+        if c.kind == "code":
+            said = n.get("issue", "")
+            if n.get("suggestion"):
+                said += f" (suggestion: {n['suggestion']})"
+            rows.append({"criterion": c.id, "layer": "L3", "verdict": n.get("verdict", ""),
+                         "model wrote": said, "quote": n.get("quote", ""),
+                         "confidence": n.get("confidence", "")})
+        else:
+            said = "; ".join(f"{k.replace('_', ' ')}: {n[k]}"
+                             for k in ("strength", "improve", "next_step") if n.get(k))
+            rows.append({"criterion": c.id, "layer": "L4", "verdict": n.get("score", ""),
+                         "model wrote": said, "quote": "", "confidence": ""})
+    return rows
+
+
+def request_rows(r: GradeReport) -> list[dict[str, Any]]:
+    """The measured requests behind layers 3 and 4: speeds, TTFT, route, KV moved."""
+    rows = []
+    for name in ("L3", "L4"):
+        lr = r.layers.get(name)
+        if lr is None:
+            continue
+        d = lr.details
+        rows.append({
+            "layer": name, "route": d.get("route", ""), "method": d.get("method", ""),
+            "prompt tokens": d.get("prompt_tokens"), "cached tokens": d.get("cached_tokens"),
+            "prefill tok/s": d.get("prefill_tps"), "decode tokens": d.get("decode_tokens"),
+            "decode tok/s": d.get("decode_tps"), "TTFT (s)": d.get("ttft_s"),
+            "total (s)": d.get("total_s"),
+            "KV moved (MB)": None if d.get("kv_bytes") is None else round(d["kv_bytes"] / 1e6,
+                                                                            2),
+            "parallel efficiency": d.get("parallel_efficiency"),
+            "advisory": d.get("advisory"), "error": lr.error,
+        })
+    return rows
+
+
+def layer_rows(r: GradeReport) -> list[dict[str, Any]]:
+    return [{"layer": name, "seconds": round(lr.seconds, 2), "checks": len(lr.checks),
+             "flags": len(lr.flags), "notes": "; ".join(lr.notes), "error": lr.error}
+            for name, lr in r.layers.items()]
+
+
+def diff_rows(old: GradeReport, new: GradeReport) -> list[dict[str, Any]]:
+    """Criterion by criterion, what a regrade changed (criteria in either report), then
+    the total, in points and in percent of the points possible: a rubric edit may change
+    the points possible too, so a score can fall in points and rise in percent.
+    Unchanged criteria are listed too, with a change of 0."""
+    before = {c.id: c for c in old.criteria}
+    after = {c.id: c for c in new.criteria}
+    rows = []
+    for cid in dict.fromkeys([*before, *after]):
+        a, b = before.get(cid), after.get(cid)
+        rows.append(_diff_row(cid, None if a is None else a.points,
+                              None if a is None else a.max_points,
+                              None if b is None else b.points,
+                              None if b is None else b.max_points,
+                              bool(a and a.needs_review), bool(b and b.needs_review)))
+    rows.append(_diff_row("total", old.score, old.max_score, new.score, new.max_score,
+                          bool(old.needs_review), bool(new.needs_review)))
+    return rows
+
+
+def _diff_row(what: str, pa: float | None, ma: float | None, pb: float | None,
+              mb: float | None, review_a: bool, review_b: bool) -> dict[str, Any]:
+    pct_a, pct_b = percent(pa, ma), percent(pb, mb)
+    return {"criterion": what, "before": points_text(pa, ma), "after": points_text(pb, mb),
+            "change (points)": None if pa is None or pb is None else round(pb - pa, 2),
+            "before %": pct_a, "after %": pct_b,
+            "change (% points)": None if pct_a is None or pct_b is None
+            else round(pct_b - pct_a, 1),
+            "review before": review_a, "review after": review_b}
+
+
+def points_text(points: float | None, max_points: float | None) -> str:
+    """"3.5 / 5" (rounded to 2 decimals), "-" when there is no score."""
+    if points is None:
+        return "-"
+    return f"{round(points, 2):g} / {max_points:g}" if max_points is not None else \
+        f"{round(points, 2):g}"
+
+
+@dataclass(frozen=True, slots=True)
+class CellView:
+    index: int
+    kind: str  # code | markdown | raw
+    source: str
+    outputs: str  # the outputs as plain text
+    origin: str  # "student", "modified" (template cell the student changed), "template"
+    has_error: bool
+    images: tuple[bytes, ...] = ()  # PNG outputs (plots), as stored in the notebook
+
+
+MAX_IMAGES_PER_CELL = 4
+MAX_IMAGE_BYTES = 2 * 1024 * 1024
+
+
+def _png_outputs(cell: Any) -> tuple[bytes, ...]:
+    """The PNG images a code cell's stored outputs hold (the plots), capped in number and
+    size; anything that is not valid base64 PNG is left out."""
+    found = []
+    for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+        b64 = (out.get("data") or {}).get("image/png")
+        if isinstance(b64, list):
+            b64 = "".join(b64)
+        if not isinstance(b64, str) or len(b64) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+            continue
+        try:
+            png = base64.b64decode(b64, validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        if png.startswith(b"\x89PNG\r\n\x1a\n"):
+            found.append(png)
+        if len(found) == MAX_IMAGES_PER_CELL:
+            break
+    return tuple(found)
+
+
+def notebook_cells(data: bytes, name: str, template: Notebook | None = None,
+                   placeholders: Sequence[str] = ()) -> list[CellView]:
+    """A submission's cells for display, each labelled by who wrote it (against the
+    template when given), with their text outputs and plots. Raises NotebookError naming
+    the file when unreadable."""
+    nb, raw = load_both(data, name)
+    origins: dict[str, str] = {}
+    if template is not None:
+        match = match_template(template, nb, tuple(placeholders))
+        origins = {o.cell.id: o.status for o in match.origins}
+    return [CellView(c.index, c.kind, c.source, c.output_text,
+                     origins.get(c.id, "student"), c.has_error, _png_outputs(node))
+            for c, node in zip(nb.cells, raw.cells, strict=True)]
+
+
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
+_MD_REF_IMAGE = re.compile(r"^\s*\[[^\]]+\]:\s*\S+", re.MULTILINE)
+
+
+def offline_markdown(text: str) -> str:
+    """Student markdown made safe to show: an image it links (``![alt](https://...)``)
+    would make the instructor's browser fetch it from the student's choice of server
+    (a tracking pixel); such images become a note with the address, as text. Images
+    embedded as data: URLs stay. Reference-style definitions are shown as text."""
+    def image(m: re.Match[str]) -> str:
+        alt, target = m.group(1), m.group(2).strip().lstrip("<")
+        if target.startswith("data:image/"):
+            return m.group(0)
+        return f"*[image not loaded: {alt or 'no description'}]* `{target.replace('`', '')}`"
+
+    text = _MD_IMAGE.sub(image, text)
+    return _MD_REF_IMAGE.sub(lambda m: f"`{m.group(0).strip()}`", text)
+
+
+Reports = Sequence[GradeReport] | Callable[[], Sequence[GradeReport]]
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """A download button's file, made when asked (``make``): a class's JSON is megabytes,
+    and a page should not build every file on every redraw."""
+
+    label: str
+    file_name: str
+    make: Callable[[], bytes]
+    mime: str
+    help: str = ""
+
+
+def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = None,
+              files: Callable[[str], bytes | None] | None = None) -> list[Download]:
+    """The files of the download buttons: Canvas CSV, full CSV, JSON, and the feedback
+    letters (one PDF, Markdown and HTML file per student, in one ZIP). ``reports`` may be
+    a function that loads them, called when a file is made. ``rubric`` (its point
+    precision) and ``files`` (a notebook's bytes by sha256, e.g. ``Store.get_file``) let
+    each letter name cells by position and under their heading."""
+    stem = safe_stem(stem)
+
+    def load() -> Sequence[GradeReport]:
+        return reports() if callable(reports) else reports
+
+    def letters() -> bytes:
+        shown = load()
+        notebooks = {} if files is None else {
+            r.sha256: data for r in shown if r.sha256 and (data := files(r.sha256)) is not None}
+        return feedback_zip(shown, title, rubric, notebooks)
+
+    return [
+        Download("Canvas CSV", f"{stem}-canvas.csv",
+                 lambda: canvas_csv(load(), title).encode(), "text/csv"),
+        Download("Grades CSV", f"{stem}-grades.csv", lambda: plain_csv(load()).encode(),
+                 "text/csv"),
+        Download("JSON", f"{stem}-grades.json", lambda: json_export(load()).encode(),
+                 "application/json"),
+        Download("Feedback letters (ZIP)", f"{stem}-feedback.zip",
+                 letters, "application/zip",
+                 "One letter per student: a PDF, the same in Markdown and in HTML."),
+    ]
+
+
+__all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
+           "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
+           "notebook_cells", "offline_markdown", "percent", "points_text", "problem_lines",
+           "request_rows", "result_rows"]

@@ -1,0 +1,276 @@
+"""The remote backends: our kvserver pairs, OpenAI-compatible servers, Ollama.
+
+Each lists, per request, the ways its pool could serve it (``options``), best
+first; ``PooledBackend`` tries them in order with safe failover.
+
+- ``kvserver``, ``mode = "disaggregated"``: the router predicts, from measured
+  link bandwidths, server speeds and queues, the time of shipping KV from each
+  prefill server to each decode server ("ship"), of a decode server prefilling
+  the prompt itself ("self") and of one both-server doing it all ("single"),
+  and tries the cheapest first. ``mode = "single"``: one server, least loaded.
+- ``openai``: one server per request (vLLM, SGLang and Dynamo disaggregate behind
+  their own frontends), least outstanding with prefix affinity.
+- ``ollama``: the same; ``mode = "disaggregated"`` is the old system's pair mode
+  (token ids in ``context``, re-prefilled by the second server), kept only as a
+  measured comparison, with a single server as its failover.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import BackendError, BackendUnavailable, KVIncompatibleError, KVTransferError
+from ..types import GenerationRequest, GenerationResult
+from .kvclient import KVServerTransport
+from .pooled import EmitGuard, Option, PooledBackend, ServerFailure, affinity_key, decisive
+
+
+def _by_load(backend: PooledBackend, names: Sequence[str], key: str) -> list[str]:
+    """The usable servers in the order the selector would pick them, one after another
+    (the first with prefix affinity for ``key``)."""
+    states = backend.cluster.usable(names)
+    out: list[str] = []
+    while states:
+        pick = backend.cluster.selector.choose(states, None if out else key)
+        out.append(pick.endpoint.name)
+        states = [s for s in states if s.endpoint.name != pick.endpoint.name]
+    return out
+
+
+class _SinglePool(PooledBackend):
+    """One server per request, least outstanding first, with prefix affinity."""
+
+    def _single(self, name: str, method: str = "single") -> Option:
+        transport = self.cluster.transports[name]
+
+        def run(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
+            with self.cluster.monitor.track(name):
+                result = transport.generate(req, guard)
+            m = result.metrics
+            m.prefill_worker = m.decode_worker = name  # the server, not its slot
+            _record_speeds(self.cluster, name, name, m)
+            return result
+
+        return Option(label=f"server {name}", servers=(name,), run=run, method=method,
+                      choice="single")
+
+    def options(self, request: GenerationRequest) -> list[Option]:
+        key = affinity_key(request)
+        return [self._single(n) for n in _by_load(self, self.names, key)]
+
+
+class OpenAIBackend(_SinglePool):
+    pass
+
+
+class OllamaBackend(_SinglePool):
+    def options(self, request: GenerationRequest) -> list[Option]:
+        singles = super().options(request)
+        if self.route.mode != "disaggregated":
+            return singles
+        from .ollama_api import context_pair
+
+        usable = {s.endpoint.name: s for s in self.cluster.usable(self.names)}
+        pairs: list[Option] = []
+        for p in usable.values():
+            for d in usable.values():
+                if p.endpoint.name == d.endpoint.name or not (
+                        p.endpoint.can_prefill and d.endpoint.can_decode) \
+                        or p.endpoint.model != d.endpoint.model:  # token ids mean one model
+                    continue
+                tp = self.cluster.transports[p.endpoint.name]
+                td = self.cluster.transports[d.endpoint.name]
+
+                def run(req: GenerationRequest, guard: EmitGuard, tp: Any = tp,
+                        td: Any = td) -> GenerationResult:
+                    return context_pair(tp, td, req, guard)
+
+                pairs.append(Option(
+                    label=f"pair {p.endpoint.name} -> {d.endpoint.name} (token ids)",
+                    servers=(p.endpoint.name, d.endpoint.name), run=run, method="context",
+                    choice="context", pair=(p.endpoint.name, d.endpoint.name)))
+        return pairs + singles
+
+
+class KVServerBackend(_SinglePool):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._cached: dict[tuple[str, str], tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def options(self, request: GenerationRequest) -> list[Option]:
+        if self.route.mode == "single":
+            return super().options(request)
+        cl = self.cluster
+        key = affinity_key(request)
+        usable = cl.usable(self.names)
+        decoders = [s.endpoint.name for s in usable if s.endpoint.can_decode]
+        prefillers = [s.endpoint.name for s in usable if s.endpoint.can_prefill]
+        refused = {(p, d): why for p in prefillers for d in decoders
+                   if p != d and (why := cl.compatible(p, d)) is not None}
+        pairs = [(p, d) for p in prefillers for d in decoders if p != d and (p, d) not in refused]
+        if not pairs:
+            if refused and not self.route.fallback:
+                raise KVIncompatibleError(f"role {self.route.role}: no prefill/decode pair can "
+                                          f"move KV: {'; '.join(refused.values())}")
+            why = self._why_no_pair(prefillers, refused)
+        else:
+            why = ""
+        if not decoders:
+            return []
+        policy = self.route.options.get("handoff", "auto")
+        n_tokens = self.estimate_tokens(request)
+        max_tokens = request.max_tokens or self.route.max_tokens or 256
+        queue = {s.endpoint.name: float(s.outstanding + (s.status.queue_depth if s.status
+                                                         else 0)) for s in usable}
+        cached = {n: self._cached_estimate(n, key, n_tokens) for n in set(prefillers + decoders)}
+        args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders, cached, queue)
+        ranked = cl.cost.options(*args)
+        if policy == "always":  # the instructor's topology first, the router's order within
+            ranked.sort(key=lambda o: o.method != "ship")
+            first = ranked[0]
+            cl.cost.record_decision(first, tuple(o for o in ranked if o is not first))
+        else:
+            first = cl.cost.choose(*args)
+        out: list[Option] = []
+        for ro in [first, *ranked]:
+            opt = self._from_route_option(ro, key)
+            if all(o.servers != opt.servers for o in out):
+                opt.fallback_reason = why
+                out.append(opt)
+        return out
+
+    def _why_no_pair(self, prefillers: list[str], refused: dict[tuple[str, str], str]) -> str:
+        """In words: why a disaggregated route cannot ship KV right now."""
+        if refused:
+            return "no pair can move KV: " + "; ".join(dict.fromkeys(refused.values()))
+        down = [n for n in self.names if self.cluster.endpoints[n].can_prefill
+                and n not in prefillers]
+        if down:
+            states = ", ".join(f"{n} ({self.cluster.state(n).state}"
+                               + (f": {e}" if (e := self.cluster.state(n).last_error) else "")
+                               + ")" for n in down)
+            return f"no prefill server is up: {states}"
+        return "no prefill server besides the decode servers"
+
+    def _cached_estimate(self, server: str, key: str, n_tokens: int) -> int:
+        """Tokens of this prompt ``server`` probably holds: what it reused last time for
+        the same prefix, or half of that prompt if it served the prefix once."""
+        seen = self._cached.get((server, key))
+        if seen is None:
+            return 0
+        prompt, cached = seen
+        return min(n_tokens - 1, cached if cached else prompt // 2)
+
+    def _remember(self, server: str, key: str, prompt: int, cached: int) -> None:
+        with self._lock:
+            self._cached[(server, key)] = (prompt, cached)
+
+    def _from_route_option(self, ro: Any, key: str) -> Option:
+        if ro.method == "ship":
+            opt = self._ship(ro.prefill, ro.decode, key)
+        else:
+            opt = self._single(ro.decode, "single")
+            inner = opt.run
+
+            def run(req: GenerationRequest, guard: EmitGuard, server: str = ro.decode
+                    ) -> GenerationResult:
+                result = inner(req, guard)
+                self._remember(server, key, result.metrics.prompt_tokens,
+                               result.metrics.cached_tokens)
+                return result
+
+            opt.run = run
+        opt.choice = ro.method
+        opt.predicted_s = ro.predicted_s
+        opt.route_option = ro
+        return opt
+
+    def _ship(self, p: str, d: str, key: str) -> Option:
+        cl = self.cluster
+        tp = cl.transports[p]
+        assert isinstance(tp, KVServerTransport)
+        notes: list[str] = []  # decode servers that failed before this one served
+
+        def run(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
+            notes.clear()
+            with cl.monitor.track(p):
+                try:
+                    pre = tp.prefill(req)
+                except BackendError as exc:
+                    if isinstance(exc, KVTransferError):
+                        raise
+                    raise ServerFailure((p,), exc) from exc
+            cl.record_kv(p, pre.kv_bytes, pre.n_tokens)
+            pm = pre.metrics
+            self._remember(p, key, pm.prompt_tokens, pm.cached_tokens)
+            _record_speeds(cl, p, None, pm)
+            # The prompt's KV waits on p under its lease: a decode server that cannot be
+            # reached is replaced by another one that pulls the same KV, no re-prefill.
+            for dd in [d, *self._spare_decoders(p, d)]:
+                try:
+                    result = self._decode_on(dd, req, pre, guard)
+                except BackendUnavailable as exc:
+                    if guard.emitted:
+                        tp.release(pre)
+                        raise ServerFailure((dd,), exc) from exc
+                    cl.monitor.report_failure(dd, f"{type(exc).__name__}: {exc}",
+                                              decisive=decisive(exc))
+                    notes.append(f"decode server {dd}: {type(exc).__name__}: {exc}")
+                    continue
+                except BackendError as exc:
+                    tp.release(pre)
+                    if isinstance(exc, KVTransferError):
+                        raise
+                    raise ServerFailure((dd,), exc) from exc
+                self._merge(result, pre, p, dd)
+                return result
+            tp.release(pre)
+            raise ServerFailure((), BackendUnavailable("no decode server could take the KV: "
+                                                       + "; ".join(notes)))
+
+        return Option(label=f"pair {p} -> {d}", servers=(p, d), run=run,
+                      method="disaggregated", choice="ship", pair=(p, d), inner_failures=notes)
+
+    def _spare_decoders(self, p: str, d: str) -> list[str]:
+        usable = [s for s in self.cluster.usable(self.names)
+                  if s.endpoint.can_decode and s.endpoint.name not in (p, d)
+                  and self.cluster.compatible(p, s.endpoint.name) is None]
+        return [s.endpoint.name for s in sorted(usable, key=lambda s: s.outstanding)]
+
+    def _decode_on(self, dd: str, req: GenerationRequest, pre: Any,
+                   guard: EmitGuard) -> GenerationResult:
+        td = self.cluster.transports[dd]
+        assert isinstance(td, KVServerTransport)
+        with self.cluster.monitor.track(dd):
+            return td.decode(req, pre, self.cluster.endpoints[pre.server], guard)
+
+    def _merge(self, result: GenerationResult, pre: Any, p: str, d: str) -> None:
+        """The prefill server's half of the metrics, with the decode server's."""
+        cl = self.cluster
+        m, pm = result.metrics, pre.metrics
+        m.prompt_tokens, m.cached_tokens = pm.prompt_tokens, pm.cached_tokens
+        m.prefill_tokens, m.prefill_seconds = pm.prefill_tokens, pm.prefill_seconds
+        m.prefill_worker, m.decode_worker = p, d
+        m.model = m.model or pm.model
+        m.queue_seconds += pm.queue_seconds
+        m.handoff_seconds += pm.handoff_seconds
+        m.kv_bytes = m.kv_bytes or pre.kv_bytes
+        m.ttft_seconds += pre.wall_seconds
+        m.started_at = pm.started_at or m.started_at
+        if m.kv_transfer_seconds > 0 and m.kv_bytes > 0:
+            cl.links.record(p, d, m.kv_bytes, m.kv_transfer_seconds)
+        _record_speeds(cl, None, d, m)
+
+
+def _record_speeds(cluster: Any, prefill: str | None, decode: str | None,
+                   m: Any) -> None:
+    """Feed the router's speed table with what a server measured (servers that report
+    no token counts, like llama-cpp-python's without usage, teach it nothing)."""
+    if prefill and m.prefill_tokens > 0 and m.prefill_seconds > 0:
+        cluster.speeds.record_prefill(prefill, m.prefill_tokens, m.prefill_seconds)
+    decoded = m.decode_evals or m.decode_tokens
+    if decode and decoded > 0 and m.decode_seconds > 0:
+        cluster.speeds.record_decode(decode, decoded, m.decode_seconds)

@@ -1,0 +1,10 @@
+"""What the Dashboard shows of the engine, computed without Streamlit.
+
+``requests`` turns the request history into per-role latency percentiles, throughput
+and latency over time, the filtered history and their Plotly figures; ``servers``
+makes a card per embedded worker and remote server, the servers' timeline in words,
+the measured KV links and the routing table; ``rows`` formats health and metrics as
+table rows with units in the column names.
+
+May import: errors, types, metrics, client, cluster.
+"""
