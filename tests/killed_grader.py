@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 # prints the batch id, then waits for a line on stdin (the parent kills it meanwhile).
 _SCRIPT = """
 import sys
-from grader.store import Store
+from grader.store.database import Store
 
 db, aid, rv, *rest = sys.argv[1:]
 items = [tuple(rest[i:i + 4]) for i in range(0, len(rest), 4)]

@@ -433,7 +433,7 @@ def test_batch_items_and_their_states(hw: Setup) -> None:
 
 KILL_SCRIPT = """
 import sys, time
-from grader.store import Store
+from grader.store.database import Store
 from grader.types import CriterionResult, GradeReport
 
 store = Store(sys.argv[1])

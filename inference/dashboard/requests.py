@@ -1,7 +1,7 @@
 """What the dashboard shows, computed without Streamlit: per-role latency
 percentiles, throughput and latency over time, the filtered request history, and the
 Plotly figures of them. The machines (worker and server cards, the servers' timeline,
-links and routing decisions) are ``dashboard_servers``'; their names are re-exported.
+links and routing decisions) are built in ``servers``; its names are re-exported here.
 
 Every number comes from ``RequestMetrics`` the engine measured and the history
 recorded; nothing is estimated. Filtering runs as SQL (``MetricsHistory``); time
