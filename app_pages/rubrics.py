@@ -21,6 +21,7 @@ import streamlit as st
 from app_pages.import_view import show_import
 from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
+from grader.rubrics.checks import KINDS
 from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,
@@ -29,7 +30,7 @@ from grader.rubrics.edit import (
     rubric_from_rows,
 )
 from grader.rubrics.import_seed import ImportReport
-from grader.rubrics.schema import KINDS, Rubric
+from grader.rubrics.schema import Rubric
 from grader.service.movers import mover_rows, movers_summary, unmoved_line
 from grader.service.rescore import changes, preview_rescore, preview_rows
 from grader.service.workspace import Upload, read_rubric_upload

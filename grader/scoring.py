@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import time
 
-from .rubrics.schema import Check, Criterion, Rubric
+from .rubrics.checks import Check
+from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
 CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2"}

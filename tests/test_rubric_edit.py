@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from grader.assignment import Assignment, load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
+from grader.rubrics.checks import ASPECTS, Check
 from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,
@@ -27,15 +28,7 @@ from grader.rubrics.edit import (
     rubric_from_rows,
 )
 from grader.rubrics.import_seed import import_seed_file
-from grader.rubrics.schema import (
-    ASPECTS,
-    Check,
-    Criterion,
-    Rubric,
-    load_rubric,
-    rubric_from_dict,
-    rubric_to_dict,
-)
+from grader.rubrics.schema import Criterion, Rubric, load_rubric, rubric_from_dict, rubric_to_dict
 from grader.service.batch import grade_batch
 from grader.service.rescore import changed_checks, changes, preview_rescore, preview_rows
 from grader.store.database import Store
@@ -96,6 +89,10 @@ TEXT = st.lists(st.one_of(st.sampled_from(list(' ,;:="\\\nab')),
                           st.characters(blacklist_categories=("Cs",))),
                 max_size=12).map("".join)
 IDS = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,8}", fullmatch=True)
+NAME = TEXT.filter(lambda t: "|" not in t)
+# a name, or an any-of group written canonically ("a | b": schema version 2)
+ENTRY = st.one_of(NAME, st.lists(NAME.map(str.strip).filter(bool), min_size=2, max_size=3)
+                  .map(" | ".join))
 
 
 @st.composite
@@ -107,9 +104,9 @@ def checks_for(draw, kind: str) -> tuple[Check, ...]:
         t = draw(st.sampled_from(types))
         kw: dict = {}
         if t == "assigns":
-            kw["names"] = tuple(draw(st.lists(TEXT, min_size=1, max_size=3)))
+            kw["names"] = tuple(draw(st.lists(ENTRY, min_size=1, max_size=3)))
         elif t == "calls":
-            kw["functions"] = tuple(draw(st.lists(TEXT, min_size=1, max_size=3)))
+            kw["functions"] = tuple(draw(st.lists(ENTRY, min_size=1, max_size=3)))
         elif t == "output":
             compare = tuple(draw(st.lists(st.sampled_from(ASPECTS), min_size=1, max_size=3,
                                           unique=True)))

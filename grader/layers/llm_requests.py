@@ -32,6 +32,7 @@ from inference import GenerationRequest
 
 from ..analysis.answers import Answer, find_answer
 from ..analysis.template import match_template
+from ..rubrics.checks import alternatives
 from ..rubrics.schema import Criterion
 from ..types import LayerResult
 from .base import SubmissionContext
@@ -282,7 +283,8 @@ def _names(group: list[Criterion]) -> set[str]:
     out: set[str] = set()
     for c in group:
         for ch in c.checks:
-            for name in (*ch.names, *ch.functions, ch.variable):
+            for name in (*(a for e in (*ch.names, *ch.functions) for a in alternatives(e)),
+                         ch.variable):
                 if name:
                     out |= {name, name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]}
     return out

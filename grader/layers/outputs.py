@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 
-from ..rubrics.schema import Check, Criterion
+from ..rubrics.checks import Check
+from ..rubrics.schema import Criterion
 from ..sandbox.execution import (
     ExecLimits,
     ExecutionResult,

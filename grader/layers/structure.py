@@ -16,7 +16,8 @@ import re
 from ..analysis.answers import find_answer
 from ..analysis.facts import CodeFacts, Symbol, analyse, assigned, called, strip_comments
 from ..analysis.template import CellOrigin
-from ..rubrics.schema import Check, Criterion
+from ..rubrics.checks import Check, alternatives
+from ..rubrics.schema import Criterion
 from ..types import CheckResult, Evidence, Flag, LayerResult
 from .base import Layer, SubmissionContext
 
@@ -101,15 +102,17 @@ class StructureLayer(Layer):
     def _names(crit: Criterion, check: Check, facts: list[tuple[str, CodeFacts]]) -> CheckResult:
         wanted = check.names if check.type == "assigns" else check.functions
         find = assigned if check.type == "assigns" else called
+        order = {cid: i for i, (cid, _) in enumerate(facts)}
         found, missing, evidence = [], [], []
-        for name in wanted:
-            hits = [(cid, s) for cid, f in facts for s in find(f, name)]
+        for entry in wanted:  # an entry is a name or an any-of group ("read_csv | read.csv")
+            hits = [(cid, s) for name in alternatives(entry) for cid, f in facts
+                    for s in find(f, name)]
             if hits:
-                found.append(name)
-                cid, sym = hits[0]
+                found.append(entry)
+                cid, sym = min(hits, key=lambda hit: order[hit[0]])
                 evidence.append(_evidence(sym, cid))
             else:
-                missing.append(name)
+                missing.append(entry)
         verb = "assigned" if check.type == "assigns" else "called"
         msg = f"{len(found)} of {len(wanted)} {verb}"
         if missing:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..rubrics.checks import alternatives
 from ..types import CheckResult
 from .outputs import read_output
 from .reading import Context, Reading
@@ -70,7 +71,7 @@ def _names(ch: CheckResult, ctx: Context) -> Reading:
     missing = missing_names(ch)
     if not missing and ch.score < 1:
         return _other(ch, ctx)
-    found = [n for n in wanted if n not in missing]
+    found = [_used(n, ch) for n in wanted if n not in missing]
     out = Reading()
     if found:
         where = ctx.places.span(ch.evidence)
@@ -91,6 +92,16 @@ def _names(ch: CheckResult, ctx: Context) -> Reading:
                                     "Store the results in variables named ", what,
                                     ctx.part(), "."))
     return out
+
+
+def _used(entry: str, ch: CheckResult) -> str:
+    """Of an any-of group, the name the student's code used (the group when unclear)."""
+    names = alternatives(entry)
+    if len(names) < 2:
+        return entry
+    used = [n for n in names if any(re.search(rf"(?<!\w){re.escape(n)}(?![\w.])", ev.text)
+                                    for ev in ch.evidence)]
+    return used[0] if len(used) == 1 else entry
 
 
 # --- runs -----------------------------------------------------------------------------

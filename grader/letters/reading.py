@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rubrics.schema import Check
+from ..rubrics.checks import Check
 from ..types import Evidence
 from .places import Places
 from .text import Phrase, Quote, cut, phrase

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..rubrics.checks import alternatives
 from ..safe_text import scrub
 
 QuoteKind = Literal["code", "text", "error"]
@@ -87,10 +88,23 @@ def join_and(items: Sequence[str | Phrase]) -> Phrase:
 def codes(names: Iterable[str], limit: int = 6, call: bool = False) -> Phrase:
     """Names as code, joined ("a, b and c"); past ``limit``, "... and 4 more"."""
     names = list(dict.fromkeys(n for n in names if n))
-    shown: list[str | Phrase] = [Code(cut(n, 60) + ("()" if call else "")) for n in names[:limit]]
+    shown: list[str | Phrase] = [_either(n, call) for n in names[:limit]]
     if len(names) > limit:
         shown.append(f"{len(names) - limit} more")
     return join_and(shown)
+
+
+def _either(entry: str, call: bool) -> Phrase:
+    """A name as code; an any-of group ("read_csv | read.csv") as "`read_csv()` (or
+    `read.csv()`)", so a list of several still reads as a list."""
+    names = [Code(cut(n, 60) + ("()" if call else "")) for n in alternatives(entry) or (entry,)]
+    if len(names) == 1:
+        return phrase(names[0])
+    rest: list[str | Phrase] = []
+    for i, name in enumerate(names[1:]):
+        rest += [", "] if i else []
+        rest.append(name)
+    return phrase(names[0], " (or ", *rest, ")")
 
 
 def plural(n: int, word: str, many: str = "") -> str:

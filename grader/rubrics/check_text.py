@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from .schema import CHECK_FIELDS, Check
+from .checks import CHECK_FIELDS, Check
 
 __all__ = ["TARGET_FIELD", "finite", "format_options", "format_target", "format_value",
            "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]

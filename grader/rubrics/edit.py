@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 from typing import Any, Literal
 
@@ -39,7 +39,8 @@ from .check_text import (
     parse_value,
     split_outside_quotes,
 )
-from .schema import CHECK_FIELDS, Rubric, rubric_from_dict
+from .checks import CHECK_FIELDS
+from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict
 
 __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "EditProblem",
            "EditResult", "format_options", "format_target", "rows_from_rubric",
@@ -263,7 +264,9 @@ def rubric_from_rows(
         first_of_id[cid]["checks"].append(data)
         check_rows_of.setdefault(cid, []).append(i)
     total = _total(point_sum, base, total_points)
-    data = {"schema_version": base.schema_version,
+    # Read at the newest version; a version 1 rubric stays 1 unless the edit uses a newer
+    # feature, so saving an unchanged rubric keeps its version hash.
+    data = {"schema_version": SCHEMA_VERSION,
             "title": base.title if title is None else title,
             "language": base.language, "total_points": total,
             "placeholders": list(base.placeholders if placeholders is None else placeholders),
@@ -271,6 +274,8 @@ def rubric_from_rows(
     rubric: Rubric | None = None
     try:
         rubric = rubric_from_dict(data, "the edited rubric")
+        rubric = replace(rubric, schema_version=max(base.schema_version,
+                                                    rubric.lowest_version()))
     except RubricError as exc:
         for problem in exc.problems:
             _map(problem, position, row_of_id, check_rows_of,

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import alternatives
 from .schema import Criterion, Rubric
 
 __all__ = ["ImportReport", "ImportRow", "describe", "other_rows", "report_lines",
@@ -224,7 +225,7 @@ def _verification(where: str, sec_key: str, sec: dict[str, Any],
     else:
         todo = (f"Not imported (patterns anywhere in the notebook matched the template too). "
                 f"{c.id} scores it: {_checks(c)}.")
-        called = {_same(f) for ch in c.checks for f in ch.functions}
+        called = {_same(f) for ch in c.checks for e in ch.functions for f in alternatives(e)}
         missing = list(dict.fromkeys(
             m.group(1) for p in patterns if (m := re.fullmatch(r"([A-Za-z_.][\w.]*)\(", p))
             and _same(m.group(1)) not in called))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
+from .checks import Check
 from .import_items import (
     RUBRICS_PAGE,
     ImportReport,
@@ -40,7 +41,7 @@ from .import_items import (
     report_lines,
     section_extra_row,
 )
-from .schema import Check, Criterion, Rubric, rubric_from_dict, rubric_to_dict
+from .schema import Criterion, Rubric, rubric_from_dict, rubric_to_dict
 
 __all__ = ["ImportReport", "ImportRow", "import_seed_file", "import_seed_rubric",
            "report_lines"]

@@ -13,17 +13,15 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
+from .checks import KINDS, Check, _as_tuple, _check, check_to_dict, version_2_features
 
-SCHEMA_VERSION = 1
-CODE_CHECKS = ("assigns", "calls", "output", "runs")
-WRITTEN_CHECKS = ("answer",)
-KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
-ASPECTS = ("type", "shape", "columns", "rows", "values")
+SCHEMA_VERSION = 2  # what new rubrics are written in
+SCHEMA_VERSIONS = (1, 2)  # what this grader reads; version 1 files load unchanged
 LANGUAGES = ("python", "r")
 DEFAULT_PLACEHOLDERS = (
     "YOUR ANSWER HERE",
@@ -34,47 +32,6 @@ DEFAULT_PLACEHOLDERS = (
     "Write your answer here",
 )
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One check of a criterion. Fields not used by a check type keep their defaults."""
-
-    type: str
-    weight: float = 1.0
-    names: tuple[str, ...] = ()  # assigns
-    functions: tuple[str, ...] = ()  # calls
-    variable: str = ""  # output
-    compare: tuple[str, ...] = ()  # output
-    rtol: float = 1e-6
-    atol: float = 1e-9
-    ignore_order: bool = False
-    partial: tuple[tuple[str, float], ...] = ()  # output: aspect -> fraction
-    max_errors: int = 0  # runs
-    question: str = ""  # answer
-    min_words: int = 1
-    placeholders: tuple[str, ...] = ()
-
-    @property
-    def target(self) -> str:
-        return {
-            "assigns": ", ".join(self.names),
-            "calls": ", ".join(self.functions),
-            "output": self.variable,
-            "runs": "all cells",
-            "answer": self.question,
-        }.get(self.type, self.type)
-
-    def aspect_weights(self) -> dict[str, float]:
-        """The fraction of this check each compared aspect is worth (output checks)."""
-        if self.partial:
-            return dict(self.partial)
-        aspects = self.compare or ("values",)
-        return {a: 1.0 / len(aspects) for a in aspects}
-
-
-# Every field of a check besides its type and weight, in the order files list them.
-CHECK_FIELDS = tuple(f.name for f in fields(Check) if f.name not in ("type", "weight"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +54,15 @@ class Rubric:
     criteria: tuple[Criterion, ...]
     placeholders: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
+
+    def version_2_features(self) -> list[str]:
+        """What this rubric uses that schema version 1 cannot say, each once."""
+        return list(dict.fromkeys(f for c in self.criteria for ch in c.checks
+                                  for f in version_2_features(ch)))
+
+    def lowest_version(self) -> int:
+        """The oldest schema version that can say this rubric (editors write it)."""
+        return 2 if self.version_2_features() else 1
 
     @property
     def version(self) -> str:
@@ -123,101 +89,15 @@ class Rubric:
 
 
 # -- parsing and validation ---------------------------------------------------------
-def _as_tuple(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    problems.append(f"{where}: expected a list of strings")
-    return ()
-
-
-def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | None:
-    if not isinstance(data, dict):
-        problems.append(f"{where}: a check must be an object")
-        return None
-    ctype = data.get("type")
-    allowed = KINDS.get(kind, ())
-    if ctype not in allowed:
-        problems.append(
-            f"{where}: unknown check type {ctype!r} for a {kind} criterion "
-            f"(valid: {', '.join(allowed)})"
-        )
-        return None
-    known = {"type", "weight", *CHECK_FIELDS}
-    for key in sorted(set(data) - known):
-        problems.append(f"{where}: unknown field {key!r}")
-    kw: dict[str, Any] = {"type": ctype}
-    weight = data.get("weight", 1.0)
-    if not isinstance(weight, int | float) or not 0 <= weight <= 1:
-        problems.append(f"{where}: weight must be a number in [0, 1]")
-    kw["weight"] = float(weight) if isinstance(weight, int | float) else 0.0
-    for key in ("names", "functions", "compare", "placeholders"):
-        if key in data:
-            kw[key] = _as_tuple(data[key], f"{where}.{key}", problems)
-    for key in ("variable", "question"):
-        if key in data:
-            kw[key] = str(data[key])
-    for key in ("rtol", "atol"):
-        if key in data:
-            if isinstance(data[key], int | float) and not isinstance(data[key], bool):
-                kw[key] = float(data[key])
-            else:
-                problems.append(f"{where}.{key}: expected a number, got {data[key]!r}")
-    for key in ("max_errors", "min_words"):
-        if key in data:
-            if isinstance(data[key], int) and not isinstance(data[key], bool):
-                kw[key] = data[key]
-            else:
-                problems.append(f"{where}.{key}: expected a whole number, got {data[key]!r}")
-    if "ignore_order" in data:
-        kw["ignore_order"] = bool(data["ignore_order"])
-    if "partial" in data:
-        if isinstance(data["partial"], dict) and all(
-                isinstance(v, int | float) and not isinstance(v, bool)
-                for v in data["partial"].values()):
-            kw["partial"] = tuple((str(k), float(v)) for k, v in data["partial"].items())
-        else:
-            problems.append(f"{where}.partial: expected an object of aspect -> fraction "
-                            "(numbers)")
-    check = Check(**kw)
-    _validate_check(check, where, problems)
-    return check
-
-
-def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
-    if ch.type == "assigns" and not ch.names:
-        problems.append(f"{where}: an assigns check needs `names`")
-    if ch.type == "calls" and not ch.functions:
-        problems.append(f"{where}: a calls check needs `functions`")
-    if ch.type == "answer" and not ch.question.strip():
-        problems.append(f"{where}: an answer check needs `question`")
-    if ch.type == "output":
-        if not ch.variable:
-            problems.append(f"{where}: an output check needs `variable`")
-        bad = [a for a in ch.compare if a not in ASPECTS]
-        if bad:
-            problems.append(f"{where}: unknown compare aspects {bad} (valid: {', '.join(ASPECTS)})")
-        if ch.partial:
-            keys = {k for k, _ in ch.partial}
-            if not keys <= set(ch.compare or ("values",)):
-                problems.append(f"{where}: partial names aspects that are not compared")
-            total = sum(v for _, v in ch.partial)
-            if not math.isclose(total, 1.0, abs_tol=1e-6):
-                problems.append(f"{where}: partial fractions add up to {total:g}, not 1")
-    if ch.min_words < 1:
-        problems.append(f"{where}: min_words must be >= 1")
-
-
 def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
     problems: list[str] = []
     if not isinstance(data, dict):
         raise RubricError(source, ["the rubric must be a JSON object"])
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        problems.append(
-            f"schema_version is {version!r}; this grader reads version {SCHEMA_VERSION}"
-        )
+    if version not in SCHEMA_VERSIONS or isinstance(version, bool):
+        problems.append(f"schema_version is {version!r}; this grader reads versions "
+                        f"{' and '.join(map(str, SCHEMA_VERSIONS))}")
+        version = SCHEMA_VERSION
     for key in sorted(
         set(data)
         - {"schema_version", "title", "language", "total_points", "criteria", "placeholders"}
@@ -245,15 +125,19 @@ def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
         problems.append(
             f"criteria points add up to {point_sum:g}, but total_points is {float(total):g}"
         )
-    if problems:
-        raise RubricError(source, problems)
-    return Rubric(
+    rubric = Rubric(
         title=str(data.get("title", "")),
         language=str(language),
         total_points=float(total),
         criteria=tuple(criteria),
         placeholders=_as_tuple(data.get("placeholders", []), "placeholders", []),
+        schema_version=int(version),
     )
+    if version == 1 and (newer := rubric.version_2_features()):
+        problems.append(f"{', '.join(newer)} need schema_version 2; this file says 1")
+    if problems:
+        raise RubricError(source, problems)
+    return rubric
 
 
 def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion | None:
@@ -306,23 +190,6 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
 
 
 # -- serialisation ----------------------------------------------------------------
-_CHECK_DEFAULTS = Check(type="")
-
-
-def check_to_dict(ch: Check) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": ch.type}
-    for name in CHECK_FIELDS:
-        value = getattr(ch, name)
-        if value != getattr(_CHECK_DEFAULTS, name):
-            out[name] = (
-                dict(value)
-                if name == "partial"
-                else (list(value) if isinstance(value, tuple) else value)
-            )
-    out["weight"] = ch.weight
-    return out
-
-
 def rubric_to_dict(r: Rubric) -> dict[str, Any]:
     crits = []
     for c in r.criteria:

@@ -40,7 +40,8 @@ from ..layers.base import GradeOptions, Layer
 from ..layers.outputs import OutputLayer
 from ..layers.structure import StructureLayer
 from ..pipeline import GradeInput, Grader
-from ..rubrics.schema import Check, Rubric, check_to_dict
+from ..rubrics.checks import Check, check_to_dict
+from ..rubrics.schema import Rubric
 from ..scoring import CHECK_LAYER, build_report
 from ..store.database import Store
 from ..store.schema import GradeRow, OverrideRow

@@ -1,0 +1,193 @@
+"""A rubric's checks: the check types, their fields, parsing, validation and JSON.
+
+A check is one piece of evidence a criterion's points rest on. Each type reads some
+fields (``Check``'s comments say which) and leaves the others at their defaults, so
+a file lists only what a check uses and a rubric's canonical JSON, hence its version
+hash, does not change when a new field is added. Parsing reports every problem at
+once, each naming the criterion and the check.
+
+Schema version 2 adds, for ``calls`` and ``assigns``, any-of groups: an entry
+``"read_csv | read.csv"`` is satisfied by either name (``alternatives``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+CODE_CHECKS = ("assigns", "calls", "output", "runs")
+WRITTEN_CHECKS = ("answer",)
+KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
+ASPECTS = ("type", "shape", "columns", "rows", "values")
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check of a criterion. Fields not used by a check type keep their defaults."""
+
+    type: str
+    weight: float = 1.0
+    names: tuple[str, ...] = ()  # assigns
+    functions: tuple[str, ...] = ()  # calls
+    variable: str = ""  # output
+    compare: tuple[str, ...] = ()  # output
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    ignore_order: bool = False
+    partial: tuple[tuple[str, float], ...] = ()  # output: aspect -> fraction
+    max_errors: int = 0  # runs
+    question: str = ""  # answer
+    min_words: int = 1
+    placeholders: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        return {
+            "assigns": ", ".join(self.names),
+            "calls": ", ".join(self.functions),
+            "output": self.variable,
+            "runs": "all cells",
+            "answer": self.question,
+        }.get(self.type, self.type)
+
+    def aspect_weights(self) -> dict[str, float]:
+        """The fraction of this check each compared aspect is worth (output checks)."""
+        if self.partial:
+            return dict(self.partial)
+        aspects = self.compare or ("values",)
+        return {a: 1.0 / len(aspects) for a in aspects}
+
+
+# Every field of a check besides its type and weight, in the order files list them.
+CHECK_FIELDS = tuple(f.name for f in fields(Check) if f.name not in ("type", "weight"))
+ALTERNATIVE = "|"
+
+
+def alternatives(entry: str) -> tuple[str, ...]:
+    """The names an entry of ``names`` or ``functions`` accepts: ``"read_csv | read.csv"``
+    -> ``("read_csv", "read.csv")``; a plain name -> itself."""
+    return tuple(a.strip() for a in entry.split(ALTERNATIVE) if a.strip())
+
+
+def _group(entry: str) -> str:
+    """An entry written canonically (``"a|b "`` -> ``"a | b"``), so equal rubrics hash equal."""
+    return f" {ALTERNATIVE} ".join(alternatives(entry)) if ALTERNATIVE in entry else entry
+
+
+def version_2_features(ch: Check) -> list[str]:
+    """What ``ch`` uses that schema version 1 cannot say (empty: a version 1 check)."""
+    used = []
+    if any(ALTERNATIVE in e for e in (*ch.names, *ch.functions)):
+        used.append("alternatives (`a | b`)")
+    return used
+
+
+def _as_tuple(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    problems.append(f"{where}: expected a list of strings")
+    return ()
+
+
+def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | None:
+    if not isinstance(data, dict):
+        problems.append(f"{where}: a check must be an object")
+        return None
+    ctype = data.get("type")
+    allowed = KINDS.get(kind, ())
+    if ctype not in allowed:
+        problems.append(
+            f"{where}: unknown check type {ctype!r} for a {kind} criterion "
+            f"(valid: {', '.join(allowed)})"
+        )
+        return None
+    known = {"type", "weight", *CHECK_FIELDS}
+    for key in sorted(set(data) - known):
+        problems.append(f"{where}: unknown field {key!r}")
+    kw: dict[str, Any] = {"type": ctype}
+    weight = data.get("weight", 1.0)
+    if not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        problems.append(f"{where}: weight must be a number in [0, 1]")
+    kw["weight"] = float(weight) if isinstance(weight, int | float) else 0.0
+    for key in ("names", "functions", "compare", "placeholders"):
+        if key in data:
+            kw[key] = _as_tuple(data[key], f"{where}.{key}", problems)
+    for key in ("names", "functions"):
+        for entry in kw.get(key, ()):
+            if ALTERNATIVE in entry and len(alternatives(entry)) < 2:
+                problems.append(f"{where}.{key}: {entry!r} needs a name on each side of `|`")
+        if key in kw:
+            kw[key] = tuple(_group(e) for e in kw[key])
+    for key in ("variable", "question"):
+        if key in data:
+            kw[key] = str(data[key])
+    for key in ("rtol", "atol"):
+        if key in data:
+            if isinstance(data[key], int | float) and not isinstance(data[key], bool):
+                kw[key] = float(data[key])
+            else:
+                problems.append(f"{where}.{key}: expected a number, got {data[key]!r}")
+    for key in ("max_errors", "min_words"):
+        if key in data:
+            if isinstance(data[key], int) and not isinstance(data[key], bool):
+                kw[key] = data[key]
+            else:
+                problems.append(f"{where}.{key}: expected a whole number, got {data[key]!r}")
+    if "ignore_order" in data:
+        kw["ignore_order"] = bool(data["ignore_order"])
+    if "partial" in data:
+        if isinstance(data["partial"], dict) and all(
+                isinstance(v, int | float) and not isinstance(v, bool)
+                for v in data["partial"].values()):
+            kw["partial"] = tuple((str(k), float(v)) for k, v in data["partial"].items())
+        else:
+            problems.append(f"{where}.partial: expected an object of aspect -> fraction "
+                            "(numbers)")
+    check = Check(**kw)
+    _validate_check(check, where, problems)
+    return check
+
+
+def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
+    if ch.type == "assigns" and not ch.names:
+        problems.append(f"{where}: an assigns check needs `names`")
+    if ch.type == "calls" and not ch.functions:
+        problems.append(f"{where}: a calls check needs `functions`")
+    if ch.type == "answer" and not ch.question.strip():
+        problems.append(f"{where}: an answer check needs `question`")
+    if ch.type == "output":
+        if not ch.variable:
+            problems.append(f"{where}: an output check needs `variable`")
+        bad = [a for a in ch.compare if a not in ASPECTS]
+        if bad:
+            problems.append(f"{where}: unknown compare aspects {bad} (valid: {', '.join(ASPECTS)})")
+        if ch.partial:
+            keys = {k for k, _ in ch.partial}
+            if not keys <= set(ch.compare or ("values",)):
+                problems.append(f"{where}: partial names aspects that are not compared")
+            total = sum(v for _, v in ch.partial)
+            if not math.isclose(total, 1.0, abs_tol=1e-6):
+                problems.append(f"{where}: partial fractions add up to {total:g}, not 1")
+    if ch.min_words < 1:
+        problems.append(f"{where}: min_words must be >= 1")
+
+
+_CHECK_DEFAULTS = Check(type="")
+
+
+def check_to_dict(ch: Check) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ch.type}
+    for name in CHECK_FIELDS:
+        value = getattr(ch, name)
+        if value != getattr(_CHECK_DEFAULTS, name):
+            out[name] = (
+                dict(value)
+                if name == "partial"
+                else (list(value) if isinstance(value, tuple) else value)
+            )
+    out["weight"] = ch.weight
+    return out
+
+
