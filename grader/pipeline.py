@@ -167,10 +167,11 @@ class Grader:
             self.context.template, nb, self.placeholders, self.context.solution
         )
         fit = template_fit(self.context.template, nb, match)
-        if (unlike := unlike_template_flag(fit, self.assignment.name)) is not None:
-            flags.append(unlike)  # likely another assignment's notebook: its score means little
+        unlike = unlike_template_flag(fit, self.assignment.name)
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
         layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
+        if unlike is not None:  # likely another assignment's notebook: scoring gates it
+            (layers["L1"].flags if "L1" in layers else flags).append(unlike)
         # Every place a model or an instructor reads: cells (template cells by what the
         # student added), stored outputs and our run's, metadata and attachments.
         hits = scan_context(ctx, fresh_outputs(ctx.execution) if ctx.execution else None)

@@ -13,6 +13,11 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
 3. A check that could not be evaluated (its layer crashed, was skipped, or
    reported an error) scores 0 *and* sends the criterion to review, with the
    reason: never an invented score.
+4. The wrong-notebook gate: a notebook with too little in common with the
+   template (flag ``unlike_template``: most likely another assignment's or the
+   lecture's notebook, which earns points for calling the same functions) scores 0
+   on every criterion and goes to review; each reason says what the checks gave,
+   so the instructor who finds it is the right notebook knows what to restore.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
 CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2"}
+GATES = ("unlike_template",)  # flags that score a notebook 0 and send it to review
 
 
 def _find(results: list[CheckResult], crit: Criterion, check: Check) -> CheckResult | None:
@@ -163,6 +169,9 @@ def build_report(
     injected = any(f.code == "prompt_injection" for f in flags)
     for crit in criteria:
         reconcile(crit, layers, injected)
+    if gate := next((f for f in flags if f.code in GATES), None):
+        for crit in criteria:
+            _gate(crit, gate.message)
     return GradeReport(
         file=file,
         sha256=sha256,
@@ -178,6 +187,14 @@ def build_report(
         layers=layers,
         created_at=time.time(),
     )
+
+
+def _gate(crit: CriterionResult, why: str) -> None:
+    """Rule 4: the criterion scores 0 and goes to review, saying what the checks gave."""
+    gave = f"the checks gave {crit.points:g} of {crit.max_points:g}"
+    crit.points = 0.0
+    crit.needs_review = True
+    crit.review_reasons.insert(0, f"scored 0 until reviewed: {why} ({gave})")
 
 
 def error_report(

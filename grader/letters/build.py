@@ -34,7 +34,7 @@ from ..errors import NotebookError
 from ..notebooks.load import load_notebook
 from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
-from ..scoring import DISAGREE
+from ..scoring import DISAGREE, GATES
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
 from .checks import missing_names, read_check
 from .places import Places
@@ -242,6 +242,8 @@ def build_letter(report: GradeReport, rubric: Rubric | None = None,
     student = scrub(shown_name(student_name(report)))
     if report.status == "error" or report.score is None:
         return _error_letter(report, assignment, student)
+    if any(f.code in GATES for f in report.flags) and not report.score:
+        return _unlike_letter(assignment, student)
     places = Places(notebook)
     criteria = _ordered(report, rubric)
     values = [c.max_points for c in criteria] + [report.max_score]
@@ -313,6 +315,25 @@ def _error_letter(report: GradeReport, assignment: str, student: str) -> Letter:
                   problem=f"Your submission could not be graded: {plain_problem(report.error)}. "
                           "This says nothing about your work itself.",
                   what_to_do=WHAT_TO_DO)
+
+
+UNLIKE_TO_DO = (
+    "Check that the notebook you submitted is this assignment's, with your work in it "
+    "(not the lecture's notebook or another assignment's).",
+    "If you submitted the wrong file, submit the right notebook (.ipynb) again.",
+    "If it is the right notebook, write to your instructor: they will look at it.",
+)
+
+
+def _unlike_letter(assignment: str, student: str) -> Letter:
+    """A notebook with little in common with the assignment's template: not graded until
+    the instructor has looked at it (scoring's wrong-notebook gate)."""
+    return Letter(assignment=assignment, student=student, status="error",
+                  problem="The notebook you submitted has little in common with this "
+                          "assignment's notebook, so it was not graded: it may be the "
+                          "notebook of another assignment or of a lecture. Your instructor "
+                          "will look at it.",
+                  what_to_do=UNLIKE_TO_DO)
 
 
 __all__ = [
