@@ -2,7 +2,13 @@
 
     python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
+    python -m grader check ASSIGNMENT_DIR [--no-exec] [--json]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
+
+Before grading, ``grade`` checks the assignment itself (``check`` does only that):
+its solution and its template are graded with the rubric and the solution is run; the
+percentages and any problem of the solution's run (a missing package, function or data
+file, an error) go to stderr, before any student is graded.
 
 Progress goes to stderr; with --json, stdout holds exactly one JSON list (an
 object per notebook). Files that cannot be graded are listed with status
@@ -13,7 +19,8 @@ names as they were, and ``notes`` says what was noticed about an input (a
 duplicate name, text that had to be replaced). Every error names the path it
 is about. Exit status: 0 when every input was graded, 1 when some were not, 2
 for a bad command line, a broken assignment folder, or a path that cannot be
-read or written (grades already made are printed first).
+read or written (grades already made are printed first). ``check`` exits 0 when
+the assignment is sound, 1 when the instructor has something to fix.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from .rubrics.import_seed import import_seed_file, report_lines
 from .rubrics.schema import save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch
+from .service.selfcheck import SelfCheck, check_assignment
 from .store.database import Store
 from .types import GradeReport
 from .views.agreement import cmd_agreement, parse_step
@@ -128,6 +136,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
     client = None if args.no_llm else DisaggregatedClient(load_config())
     grader = Grader(assignment, options, client=client)
+    if not args.no_check:
+        _print_check(check_assignment(assignment, options, grader.context))
     files, problems = expand_inputs([Path(p) for p in args.inputs])
     items = [GradeInput.from_submission(f) for f in files]
     store = Store(Path(args.db)) if args.db else None
@@ -177,6 +187,30 @@ def _os_error(exc: OSError, fallback: Path | str | None = None) -> str:
     return f"{os.fsdecode(path)}: {reason}" if path is not None else reason
 
 
+def _print_check(check: SelfCheck) -> None:
+    """The assignment's self-check on stderr: one line when sound, every problem if not."""
+    lines = check.lines()
+    sys.stderr.write("".join(f"assignment check: {line}\n" for line in lines))
+    sys.stderr.flush()
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    assignment = load_assignment(Path(args.assignment))
+    check = check_assignment(assignment, GradeOptions(execute=not args.no_exec))
+    if args.json:
+        print(json.dumps({
+            "assignment": check.assignment, "sound": check.sound,
+            "solution_percent": check.solution_percent,
+            "template_percent": check.template_percent,
+            "executed": check.executed, "not_executed": check.not_executed,
+            "problems": [{"kind": p.kind, "cell": p.cell, "name": p.name, "text": p.text}
+                         for p in check.problems],
+            "losses": list(check.losses)}, indent=2))
+    else:
+        print("\n".join(check.lines()))
+    return 0 if check.sound else 1
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     report = import_seed_file(Path(args.source), args.language)
     save_rubric(report.rubric, Path(args.dest))
@@ -214,7 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run student code without bubblewrap if it is missing (unsafe)",
     )
+    g.add_argument("--no-check", action="store_true",
+                   help="skip grading the assignment's own solution and template first")
     g.set_defaults(func=cmd_grade)
+    c = sub.add_parser("check", help="grade an assignment's own solution and template, and "
+                                     "report what would make its grades wrong")
+    c.add_argument("assignment", help="folder with assignment.toml (docs/rubric-format.md)")
+    c.add_argument("--no-exec", action="store_true", help="do not run the solution")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.set_defaults(func=cmd_check)
     i = sub.add_parser("import-rubric", help="convert an old-system rubric to our format")
     i.add_argument("source")
     i.add_argument("dest")

@@ -6,6 +6,6 @@ interrupted batch; ``review`` lists stored grades, applies overrides and regrade
 ``rescore`` previews what an edited rubric would do to the grades already given;
 ``workspace`` holds the instructor's assignments (bundled and made in the app).
 
-May import: every room below it (errors, types, notebooks, rubrics, assignment,
+May import: every room below it (errors, types, notebooks, rubrics, assignment, sandbox,
 layers, scoring, pipeline, store, views) and ``inference``'s public names.
 """

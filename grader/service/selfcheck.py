@@ -1,0 +1,225 @@
+"""The assignment checks itself: its solution and its template graded before any student.
+
+An imported rubric once scored a complete submission 63/100, the same as one with wrong
+outputs, because it required assigning variables the template already creates, and
+nothing graded the solution to notice. ``check_assignment`` grades the assignment's own
+solution and template with its rubric (deterministic layers only) and runs the solution
+in the sandbox, then reports, in words an instructor acts on:
+
+- the two percentages: a sound rubric gives the solution (nearly) full marks
+  (``SOLUTION_AT_LEAST``) and the template (nearly) nothing (``TEMPLATE_AT_MOST``);
+- the solution's cells that raise errors, each with its error, sorted by what it means:
+  a package the machine lacks (``No module named 'x'``, ``there is no package called
+  'x'``), a function no loaded package provides (``could not find function "month"``:
+  tidyverse 1.3 does not attach lubridate), a data file the assignment does not provide,
+  or another error;
+- data files the solution's code names (``read_csv("data/sales.csv")``) that the
+  assignment's data does not hold, found in the source, so also without a kernel;
+- the criteria the solution loses points on, with the checks' own messages.
+
+An error in the solution's run is the environment's or the instructor's, never a
+student's: the instructor sees it here, once, before grading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Literal
+
+from ..assignment import Assignment
+from ..layers.base import AssignmentContext, GradeOptions
+from ..pipeline import GradeInput, Grader
+from ..sandbox.execution import ExecutionResult
+from ..sandbox.inspect_code import string_literals
+from ..types import GradeReport
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SOLUTION_AT_LEAST", "TEMPLATE_AT_MOST", "SelfCheck", "SolutionProblem",
+           "check_assignment", "problems_of_run"]
+
+SOLUTION_AT_LEAST = 98.0  # percent
+TEMPLATE_AT_MOST = 5.0
+DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xls", ".json", ".parquet", ".feather",
+                 ".rds", ".rdata", ".sav", ".dta", ".zip", ".gz")
+
+ProblemKind = Literal["missing_package", "missing_function", "missing_data", "error"]
+
+_PACKAGE = (re.compile(r"No module named '([^']+)'"),
+            re.compile(r"there is no package called [‘'`\"]([^’'`\"]+)"))
+_FUNCTION = re.compile(r"could not find function [\"“]([^\"”]+)")
+_FILE = (re.compile(r"No such file or directory: '([^']+)'"),
+         re.compile(r"[‘'\"]([^’'\"]+)[’'\"] does not exist"),
+         re.compile(r"cannot open file [‘'\"]([^’'\"]+)"),
+         re.compile(r"path[^\n]*[‘'\"]([^’'\"]+)[’'\"][^\n]*does not exist"))
+
+
+@dataclass(frozen=True, slots=True)
+class SolutionProblem:
+    kind: ProblemKind
+    text: str  # in plain words, with the cell and the error
+    cell: int | None = None  # 1-based position in the solution notebook
+    name: str = ""  # the package, function or file
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheck:
+    assignment: str
+    solution: GradeReport
+    template: GradeReport
+    executed: bool  # the solution ran in the sandbox
+    not_executed: str  # why not, when it did not
+    problems: tuple[SolutionProblem, ...]
+    losses: tuple[str, ...]  # what the solution loses points on
+
+    @staticmethod
+    def _percent(report: GradeReport) -> float | None:
+        if report.score is None or not report.max_score:
+            return None
+        return 100.0 * report.score / report.max_score
+
+    @property
+    def solution_percent(self) -> float | None:
+        return self._percent(self.solution)
+
+    @property
+    def template_percent(self) -> float | None:
+        return self._percent(self.template)
+
+    @property
+    def sound(self) -> bool:
+        """The rubric and the environment look right: nothing for the instructor to fix."""
+        sol, tmpl = self.solution_percent, self.template_percent
+        return (sol is not None and sol >= SOLUTION_AT_LEAST and tmpl is not None
+                and tmpl <= TEMPLATE_AT_MOST and not self.problems)
+
+    def headline(self) -> str:
+        """'The solution scores 100% and the template 0%: the rubric tells them apart.'"""
+        def pct(value: float | None) -> str:
+            return "could not be graded" if value is None else f"{value:.0f}%"
+        sol, tmpl = self.solution_percent, self.template_percent
+        text = f"The solution scores {pct(sol)} and the template {pct(tmpl)}"
+        if self.sound:
+            return text + ": the rubric tells them apart."
+        fixes = []
+        if sol is None or sol < SOLUTION_AT_LEAST:
+            fixes.append(f"the solution should score at least {SOLUTION_AT_LEAST:.0f}%")
+        if tmpl is None or tmpl > TEMPLATE_AT_MOST:
+            fixes.append(f"the template at most {TEMPLATE_AT_MOST:.0f}%")
+        if self.problems:
+            fixes.append(f"{len(self.problems)} problem{'s' if len(self.problems) > 1 else ''} "
+                         "in the solution's run")
+        return f"{text}: {'; '.join(fixes)}. Fix this before grading students."
+
+    def lines(self) -> list[str]:
+        """The headline, then each problem and loss, one line each."""
+        out = [self.headline()]
+        if not self.executed:
+            out.append(f"The solution was not run ({self.not_executed}): output checks "
+                       "were graded from its stored outputs.")
+        out += [p.text for p in self.problems]
+        out += [f"The solution loses points on {loss}" for loss in self.losses]
+        return out
+
+
+def check_assignment(assignment: Assignment, options: GradeOptions | None = None,
+                     shared: AssignmentContext | None = None) -> SelfCheck:
+    """Grade the assignment's solution and template with its rubric (no models), and
+    read the solution's run for the problems an instructor must fix. ``shared``: the
+    context of the grader about to grade the students, so the solution runs once."""
+    options = dataclasses.replace(options or GradeOptions(), use_llm=False, llm_samples=1)
+    grader = Grader(assignment, options)
+    if shared is not None:
+        grader.context = shared
+    solution = grader.grade(GradeInput(assignment.solution.name,
+                                       assignment.solution.read_bytes()))
+    template = grader.grade(GradeInput(assignment.template.name,
+                                       assignment.template.read_bytes()))
+    run: ExecutionResult | None = grader.context.cache.get("solution_run")
+    problems = list(problems_of_run(run)) if run is not None else []
+    provided = {p.name.lower() for p in assignment.data_files()}
+    reported = {p.name.lower() for p in problems if p.kind == "missing_data"}
+    for path in _named_data_files(grader.context.solution.cells):
+        base = _base_name(path)
+        if base.lower() not in provided and base.lower() not in reported:
+            reported.add(base.lower())
+            problems.append(SolutionProblem(
+                "missing_data", f"The solution reads {path!r}, but the assignment's data "
+                f"holds no file named {base!r}: add it to the assignment's data.", name=base))
+    executed = run is not None and not run.error
+    why = "" if executed else (run.error if run is not None else _why_not_run(solution))
+    check = SelfCheck(assignment.name, solution, template, executed, why, tuple(problems),
+                      tuple(_losses(solution)))
+    log.info("self-check of %s: solution %s, template %s, %d problems", assignment.name,
+             check.solution_percent, check.template_percent, len(problems))
+    return check
+
+
+def problems_of_run(run: ExecutionResult) -> list[SolutionProblem]:
+    """The solution's failing cells, each said by what it means for the instructor."""
+    out = []
+    for cell in run.cells:
+        if cell.ok or not cell.error:
+            continue
+        error = cell.error.splitlines()[0][:300]
+        where = f"Cell {cell.index + 1} of the solution"
+        if name := _first(_PACKAGE, cell.error):
+            out.append(SolutionProblem(
+                "missing_package", f"{where} needs the package {name!r}, which this machine "
+                f"lacks: install it, or grade without it ({error}).", cell.index + 1, name))
+        elif m := _FUNCTION.search(cell.error):
+            out.append(SolutionProblem(
+                "missing_function", f"{where} calls {m.group(1)}(), which no loaded package "
+                f"provides here: load the package it comes from in the solution and the "
+                f"template (for example library(lubridate) for month()) ({error}).",
+                cell.index + 1, m.group(1)))
+        elif name := _first(_FILE, cell.error):
+            out.append(SolutionProblem(
+                "missing_data", f"{where} cannot open {name!r}: add the file to the "
+                f"assignment's data ({error}).", cell.index + 1, _base_name(name)))
+        else:
+            out.append(SolutionProblem("error", f"{where} raises an error: {error}",
+                                       cell.index + 1))
+    return out
+
+
+def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> str:
+    return next((m.group(1) for p in patterns if (m := p.search(text))), "")
+
+
+def _base_name(path: str) -> str:
+    return (PureWindowsPath(path) if "\\" in path else PurePosixPath(path)).name
+
+
+def _named_data_files(cells) -> list[str]:
+    """The data files the solution's code names, in order, each once."""
+    out: list[str] = []
+    for cell in cells:
+        if cell.kind != "code":
+            continue
+        for text in string_literals(cell.source):
+            if text.lower().endswith(DATA_SUFFIXES) and "\n" not in text and text not in out \
+                    and not text.startswith(("http://", "https://")):
+                out.append(text)
+    return out
+
+
+def _losses(report: GradeReport) -> list[str]:
+    out = []
+    for crit in report.criteria:
+        if crit.points >= crit.max_points:
+            continue
+        why = "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in crit.checks
+                        if ch.score < 1)
+        out.append(f"{crit.id} ({crit.points:g} of {crit.max_points:g}): {why or 'review'}")
+    return out
+
+
+def _why_not_run(report: GradeReport) -> str:
+    l2 = report.layers.get("L2")
+    notes = [n for n in (l2.notes if l2 is not None else []) if "stored outputs" in n]
+    return notes[0].split(": ", 1)[-1] if notes else "execution was not asked for"
