@@ -215,3 +215,20 @@ def test_an_answer_ends_where_the_next_question_begins_in_the_students_cell():
     assert "Wireless" in second.text
     assert "Trimming" not in second.text
     assert "second thought" not in second.text  # above its question: the answer before
+
+
+@pytest.mark.parametrize(("code", "points"), [
+    ("# I found that the West earns the most revenue of all regions in the year", 1.0),
+    ("# total = orders['revenue'].sum()\n# orders.groupby('region').sum()", 0.0),
+])
+def test_layer_1_counts_an_answer_written_as_comments_in_a_code_cell(code, points):
+    """The student deleted the answer cell and wrote the answer as comments in a code
+    cell under the question: prose comments earn the answer's points, commented-out
+    code earns none."""
+    cells = [c.copy() for c in TEMPLATE[:6]] + [new_code_cell(code)]
+    result, sub = run_l1(cells)
+    q1 = by_target(result, "Question 1")
+    assert q1.score == points
+    if points:
+        assert q1.evidence[0].cell_id == sub.cells[6].id
+        assert q1.evidence[0].line == 1

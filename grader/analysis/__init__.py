@@ -4,7 +4,11 @@
 what the student wrote counts; ``facts`` finds the variables a cell assigns and the
 functions it calls (Python through ``ast``, R through ``rlang``'s tokenizer and light
 parser), with comments and strings left out; ``answers`` finds the written answer
-under each question and counts its words.
+under each question and counts its words, wherever the student wrote it: markdown
+under the question or inside its cell, prose comments and printed strings of code
+cells (``code_prose``), and the student's part of a cell answering several questions,
+split at their labels (``answer_labels``; ``answer_parts`` locates the questions once
+per submission).
 
 May import: errors, types.
 """

@@ -1,9 +1,35 @@
 """Written answers: find the student's answer under each question and count its words.
 
-The question is located by its text (the rubric's ``question``), not by cell
-position. The answer is what the student wrote after it: their own markdown
-cells up to the template's next instruction, plus anything they added inside
-the question cell itself. Template text and placeholder text never count.
+The question is located by its text (the rubric's ``question``), not by cell position:
+the first markdown cell where its label or text leads a line, else the first that holds
+its text. The answer is what the student wrote in the question's *region*: from the
+question's line in its cell, through the cells after it, up to the template's next
+instruction (a template cell that is not a placeholder). A student cell that keeps
+template text or that a later question's label opens is the last one read; so is a
+given code cell right under the question (only placeholders between) that the student
+commented: the question is about it. In that region count
+- the student's own lines of markdown and raw cells (template and placeholder text
+  never count);
+- the prose of code cells: comments that are not code and strings written for a reader
+  (``grader.analysis.code_prose`` states the rules). A comment counts when its text is
+  not one of the template's comments; a string when its line is the student's.
+
+A cell holding several questions' answers is split at their labels
+(``grader.analysis.answer_labels``): each question takes the parts its labels open, and
+text before the first label goes to the question asked last before that label. A cell
+without labels stays whole. Outside its region a question also takes the parts of the
+student's cells that a strong label of it opens (answers gathered in one cell after all
+the questions, or written under an earlier question), so a question whose cell was
+deleted is still found by its label. Bare labels (``1.``, ``b)``) count only under a
+question cell that asks several questions numbered that way: elsewhere they are the
+student's numbered lists.
+
+``Answer.text`` keeps whole source lines (line-based filters downstream, such as the
+prompt-injection filter, still find them); ``word_count`` counts only the answer's words
+in them: labels, the question's own text, comment marks and the code around a printed
+string are left out. ``Answer.evidence`` names each cell the text came from, with the
+first line used when only part of the cell was (a split cell, a code cell, the
+question's own cell).
 """
 
 from __future__ import annotations
@@ -12,8 +38,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..types import Evidence
-from .template import CellOrigin, TemplateMatch, normalise_markdown
+from ..types import Evidence, Notebook
+from .answer_parts import Line, Questions, questions_of
+from .answer_parts import strip_placeholders as _strip_placeholders
+from .template import CellOrigin, TemplateMatch
+
+__all__ = ["Answer", "find_answer", "words"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
 # Markup that is not words: emphasis, code marks, headings, quotes, HTML tags, and
@@ -28,7 +58,7 @@ def words(text: str) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Answer:
     question: str
-    located: bool  # the question's cell was found in the submission
+    located: bool  # the question's cell (or a part labelled with it) was found
     text: str
     word_count: int
     evidence: tuple[Evidence, ...] = ()
@@ -38,78 +68,129 @@ class Answer:
         return self.word_count > 0
 
 
-def _strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
-    for p in sorted(placeholders, key=len, reverse=True):
-        text = re.sub(re.escape(p), " ", text, flags=re.IGNORECASE)
-    return text
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """What one cell gives to an answer: its lines, each from where the answer starts."""
+
+    origin: CellOrigin
+    lines: tuple[tuple[Line, int], ...]
+    whole: bool  # the cell's student lines, unsplit
 
 
 def find_answer(
     match: TemplateMatch, question: str, placeholders: tuple[str, ...],
-    others: Sequence[str] = (),
+    others: Sequence[str] = (), *, template: Notebook | None = None,
 ) -> Answer:
-    """``others``: the rubric's other questions. A cell of the student's that holds one of
-    them (a question cell the student wrote into, a heading of their own) ends this
-    answer at that question's line: what follows it answers the other question."""
-    key = normalise_markdown(question)
-    other_keys = [k for q in others if (k := normalise_markdown(q)) and k != key]
-    origins = match.origins
-    start = next(
-        (i for i, o in enumerate(origins) if o.cell.kind == "markdown" and _asks(o, key)),
-        None,
-    )
-    if start is None:
+    """``others``: the rubric's other questions, whose lines and labels end this answer
+    and whose parts of a shared cell are not this answer's. ``template``: the
+    assignment's template, whose comments are never the student's prose (without it,
+    the template cells the match paired stand in) and whose language reads the code."""
+    group, me = questions_of(match, question, others, placeholders, template)
+    start = group.cells[me]
+    found: list[_Part] = []
+    visited: set[int] = set()
+    if start is not None:
+        found, visited = _region(group, me, start, placeholders)
+    found += _labelled_elsewhere(group, me, visited)
+    if start is None and not found:
         return Answer(question, False, "", 0)
-    parts: list[tuple[CellOrigin, str]] = []
+    return _assemble(question, found, placeholders)
+
+
+def _region(group: Questions, me: int, start: int, placeholders: tuple[str, ...]
+            ) -> tuple[list[_Part], set[int]]:
+    origins = group.origins
+    weak = group.weak(start)
+    found: list[_Part] = []
     q_origin = origins[start]
     if q_origin.is_students:  # an answer typed into the question's own cell
-        lines = q_origin.cell.source.splitlines()
-        own = next((i for i, line in enumerate(lines, 1) if key in normalise_markdown(line)), 0)
-        parts.append((q_origin, _student_lines(q_origin, own,
-                                               _question_line(q_origin, other_keys, own))))
-    for o in origins[start + 1 :]:
-        if o.status == "template" or o.status == "modified":
+        lines = group.lines(start)
+        labels = [group.label(line, weak) for line in lines]
+        owner = None if any(lab and lab[0] == me for lab in labels) else me
+        taken = []
+        for line, lab in zip(lines, labels, strict=True):
+            owner = lab[0] if lab else owner
+            if owner == me and line.students:
+                taken.append((line, lab[1] if lab else 0))
+        found.append(_Part(q_origin, tuple(taken), False))
+    visited = {start}
+    for idx in range(start + 1, len(origins)):
+        o = origins[idx]
+        code = o.cell.kind == "code"
+        owned = code and any(line.students for line in group.lines(idx))
+        given = code and o.status != "student" and group.has_code(idx)
+        if o.status != "student" and (not owned or (given and len(visited) > 1)):
             if _is_placeholder_cell(o, placeholders):
                 continue
-            break  # the template's next instruction: the answer region ends
-        if o.cell.kind in ("markdown", "raw"):
-            if _asks(o, key):
-                break
-            other = _question_line(o, other_keys)
-            parts.append((o, _student_lines(o, 0, other)))
-            if other is not None or _holds_instructions(o, placeholders):
-                break  # the student wrote into the next question's or instruction's cell
-    texts, evidence = [], []
-    for o, text in parts:
-        clean = _strip_placeholders(text, placeholders)
-        if words(clean):
-            texts.append(clean.strip())
-            evidence.append(Evidence(o.cell.id, None, _excerpt(clean)))
-    joined = "\n\n".join(texts)
-    return Answer(question, True, joined, len(words(joined)), tuple(evidence))
+            break  # the template's next instruction: the region ends
+        visited.add(idx)
+        taken, labelled = _split(group, me, group.lines(idx), weak)
+        found.append(_Part(o, tuple(taken), not labelled and not code))
+        later = any(group.cells[j] is not None and group.cells[j] > start  # type: ignore[operator]
+                    for j in labelled if j != me)
+        if later or given or (not code and _holds_instructions(o, placeholders)):
+            break  # the student wrote into the next question's, instruction's or given cell
+    return found, visited
 
 
-def _question_line(o: CellOrigin, keys: Sequence[str], after: int = 0) -> int | None:
-    """The first line (1-based) after line ``after`` that asks one of the questions
-    ``keys`` (normalised), or None."""
-    if not keys:
-        return None
-    return next((i for i, line in enumerate(o.cell.source.splitlines(), 1) if i > after
-                 and (n := normalise_markdown(line)) and any(k in n for k in keys)), None)
+def _split(group: Questions, me: int, lines: Sequence[Line], weak: frozenset[int]
+           ) -> tuple[list[tuple[Line, int]], set[int]]:
+    """This question's lines of a cell in its region, and the questions labelled there."""
+    labels = [group.label(line, weak) for line in lines]
+    labelled = {lab[0] for lab in labels if lab}
+    if not labelled:
+        return [(line, 0) for line in lines if line.students], labelled
+    owner: int | None = None
+    mine: list[tuple[Line, int]] = []
+    preamble: list[tuple[Line, int]] = []
+    for line, lab in zip(lines, labels, strict=True):
+        owner = lab[0] if lab else owner
+        if line.students and owner is None:
+            preamble.append((line, 0))
+        elif line.students and owner == me:
+            mine.append((line, lab[1] if lab else 0))
+    if me in labelled:
+        return mine, labelled
+    first = next(lab[0] for lab in labels if lab)
+    return (preamble if group.asked_last_before(me, first, labelled) else []), labelled
 
 
-def _student_lines(o: CellOrigin, after: int, before: int | None) -> str:
-    """The student's own lines of a cell between two line numbers (exclusive)."""
-    return "\n".join(line for i, line in enumerate(o.cell.source.splitlines(), 1)
-                     if i > after and (before is None or i < before) and i in o.student_lines)
+def _labelled_elsewhere(group: Questions, me: int, visited: set[int]) -> list[_Part]:
+    """The parts of the student's cells outside the region that a strong label of this
+    question opens; its text opens one only where it leads a line (template lines that
+    merely mention a question, in an intro the student edited, open nothing)."""
+    found = []
+    for idx, o in enumerate(group.origins):
+        if idx in visited or not any(line.students for line in group.lines(idx)):
+            continue
+        owner = None
+        taken: list[tuple[Line, int]] = []
+        for line in group.lines(idx):
+            lab = group.label(line, frozenset(), leading=True)
+            owner = lab[0] if lab else owner
+            if owner == me and line.students:
+                taken.append((line, lab[1] if lab else 0))
+        if taken:
+            found.append(_Part(o, tuple(taken), False))
+    return found
 
 
-def _asks(o: CellOrigin, key: str) -> bool:
-    """Whether the cell holds the (normalised) question ``key``. Normalising keeps each
-    word of the text whole, so the key's longest word must be in the lower-cased source:
-    a cheap test that spares normalising long answers once per question."""
-    probe = max(key.split(), key=len, default="")
-    return probe in o.cell.source.lower() and key in normalise_markdown(o.cell.source)
+def _assemble(question: str, found: list[_Part], placeholders: tuple[str, ...]) -> Answer:
+    texts, counted, evidence = [], [], []
+    for part in found:
+        if not part.lines:
+            continue
+        source = _strip_placeholders("\n".join(line.source for line, _ in part.lines),
+                                     placeholders)
+        own = _strip_placeholders("\n".join(line.text[at:] for line, at in part.lines),
+                                  placeholders)
+        if words(own):
+            texts.append(source.strip())
+            counted.append(own.strip())
+            first = None if part.whole else part.lines[0][0].number
+            evidence.append(Evidence(part.origin.cell.id, first, _excerpt(own)))
+    return Answer(question, True, "\n\n".join(texts), len(words("\n\n".join(counted))),
+                  tuple(evidence))
 
 
 def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

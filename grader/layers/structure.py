@@ -132,7 +132,7 @@ class StructureLayer(Layer):
     def _answer(ctx: SubmissionContext, crit: Criterion, check: Check) -> CheckResult:
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
         ans = find_answer(ctx.match, check.question, placeholders,
-                          ctx.assignment.rubric.questions)
+                          ctx.assignment.rubric.questions, template=ctx.assignment.template)
         if not ans.located:
             score, msg = 0.0, f"question {check.question!r} not found in the notebook"
         elif not ans.answered:
