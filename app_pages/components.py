@@ -10,8 +10,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from grader.assignment import Assignment
 from grader.rubrics.schema import Rubric
 from grader.service.jobs import GradeJob
+from grader.service.workspace import Workspace
 from grader.types import GradeReport
 from grader.views.model_state import model_states
 from grader.views.reports import (
@@ -126,3 +128,27 @@ def follow_job(job: GradeJob, hide_names: bool) -> None:
         done = "Regraded" if job.kind == "regrade" else "Graded"
         status.update(label=f"{done} {snap.done} of {snap.total} notebooks in "
                             f"{job.result.seconds:.0f} s", state="complete", expanded=False)
+
+
+def self_check(workspace: Workspace, assignment: Assignment) -> None:
+    """The assignment's own solution and template graded with its rubric (in the
+    background on first view): both percentages, and what to fix when they are off."""
+    running = workspace.checks.get(assignment).running
+    st.fragment(_self_check_box, run_every=2.0 if running else None)(
+        workspace, assignment, running)
+
+
+def _self_check_box(workspace: Workspace, assignment: Assignment, was_running: bool) -> None:
+    state = workspace.checks.get(assignment)
+    if state.running:
+        st.caption("Checking the assignment: grading its own solution and template "
+                   "with the rubric...")
+    elif was_running:
+        st.rerun()  # done: the page draws the result and stops polling
+    elif state.error:
+        st.warning(f"The assignment's self-check failed: {state.error}")
+    elif state.check is not None and state.check.sound:
+        st.success(state.check.headline())
+    elif state.check is not None:
+        lines = state.check.lines()
+        st.warning(lines[0] + "".join(f"\n- {line}" for line in lines[1:]))

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from app_pages.components import download_buttons, follow_job, report_detail
+from app_pages.components import download_buttons, follow_job, report_detail, self_check
 from app_pages.import_view import show_import
 from app_pages.shared import (
     anonymous,
@@ -100,6 +100,7 @@ except GraderError as exc:
     st.stop()
 st.caption(f"Rubric {assignment.rubric.version}: {len(assignment.rubric.criteria)} criteria, "
            f"{assignment.rubric.total_points:g} points (edit it on the Rubrics page).")
+self_check(workspace, assignment)
 
 # -- what to grade -------------------------------------------------------------------
 # A new key once a batch starts: the uploader starts empty instead of piling the next

@@ -18,6 +18,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from app_pages.components import self_check
 from app_pages.import_view import show_import
 from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
@@ -119,6 +120,7 @@ if flash := st.session_state.pop("rubrics_flash", None):
 st.caption(f"In force: version {in_force.version}, {len(in_force.criteria)} criteria, "
            f"{in_force.total_points:g} points. Saving an edit adds a version and puts it in "
            "force; grades keep the version they were made with.")
+self_check(workspace, assignment)
 with st.expander(f"Version history ({len(history)})"):
     st.dataframe([{"version": h.version, "in force": h.version == in_force.version,
                    "saved": time.strftime("%Y-%m-%d %H:%M", time.localtime(h.created_at)),

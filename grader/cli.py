@@ -2,7 +2,7 @@
 
     python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
-    python -m grader check ASSIGNMENT_DIR [--no-exec] [--json]
+    python -m grader check ASSIGNMENT_DIR [--no-exec] [--json] [--rubric RUBRIC.json]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
 
 Before grading, ``grade`` checks the assignment itself (``check`` does only that):
@@ -26,6 +26,7 @@ the assignment is sound, 1 when the instructor has something to fix.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -43,7 +44,7 @@ from .letters.pdf import FontError
 from .notebooks.archive import InputProblem, SubmissionFile, expand_inputs
 from .pipeline import GradeInput, Grader
 from .rubrics.import_seed import import_seed_file, report_lines
-from .rubrics.schema import save_rubric
+from .rubrics.schema import load_rubric, save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch
 from .service.selfcheck import SelfCheck, check_assignment
@@ -196,16 +197,11 @@ def _print_check(check: SelfCheck) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     assignment = load_assignment(Path(args.assignment))
+    if args.rubric:
+        assignment = dataclasses.replace(assignment, rubric=load_rubric(Path(args.rubric)))
     check = check_assignment(assignment, GradeOptions(execute=not args.no_exec))
     if args.json:
-        print(json.dumps({
-            "assignment": check.assignment, "sound": check.sound,
-            "solution_percent": check.solution_percent,
-            "template_percent": check.template_percent,
-            "executed": check.executed, "not_executed": check.not_executed,
-            "problems": [{"kind": p.kind, "cell": p.cell, "name": p.name, "text": p.text}
-                         for p in check.problems],
-            "losses": list(check.losses)}, indent=2))
+        print(json.dumps(check.to_dict(), indent=2))
     else:
         print("\n".join(check.lines()))
     return 0 if check.sound else 1
@@ -256,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("assignment", help="folder with assignment.toml (docs/rubric-format.md)")
     c.add_argument("--no-exec", action="store_true", help="do not run the solution")
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument("--rubric", help="check this rubric file instead of the folder's")
     c.set_defaults(func=cmd_check)
     i = sub.add_parser("import-rubric", help="convert an old-system rubric to our format")
     i.add_argument("source")

@@ -24,23 +24,33 @@ student's: the instructor sees it here, once, before grading.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
 from dataclasses import dataclass
-from pathlib import PurePosixPath, PureWindowsPath
-from typing import Literal
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Literal
 
 from ..assignment import Assignment
 from ..layers.base import AssignmentContext, GradeOptions
 from ..pipeline import GradeInput, Grader
+from ..rubrics.schema import save_rubric
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import string_literals
 from ..types import GradeReport
 
 log = logging.getLogger(__name__)
+REPO = Path(__file__).resolve().parents[2]
+NICE = shutil.which("nice")
 
-__all__ = ["SOLUTION_AT_LEAST", "TEMPLATE_AT_MOST", "SelfCheck", "SolutionProblem",
-           "check_assignment", "problems_of_run"]
+__all__ = ["SOLUTION_AT_LEAST", "TEMPLATE_AT_MOST", "CheckState", "SelfCheck", "SelfChecks",
+           "SolutionProblem", "check_assignment", "problems_of_run"]
 
 SOLUTION_AT_LEAST = 98.0  # percent
 TEMPLATE_AT_MOST = 5.0
@@ -68,27 +78,28 @@ class SolutionProblem:
 
 @dataclass(frozen=True, slots=True)
 class SelfCheck:
+    """What the check found, as plain data (``to_dict``/``from_dict`` round-trip it, so
+    the app can run the check in a process of its own)."""
+
     assignment: str
-    solution: GradeReport
-    template: GradeReport
+    solution_percent: float | None  # None: the solution could not be graded
+    template_percent: float | None
     executed: bool  # the solution ran in the sandbox
     not_executed: str  # why not, when it did not
     problems: tuple[SolutionProblem, ...]
     losses: tuple[str, ...]  # what the solution loses points on
 
-    @staticmethod
-    def _percent(report: GradeReport) -> float | None:
-        if report.score is None or not report.max_score:
-            return None
-        return 100.0 * report.score / report.max_score
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["sound"] = self.sound
+        return out
 
-    @property
-    def solution_percent(self) -> float | None:
-        return self._percent(self.solution)
-
-    @property
-    def template_percent(self) -> float | None:
-        return self._percent(self.template)
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SelfCheck:
+        return cls(str(data["assignment"]), data["solution_percent"], data["template_percent"],
+                   bool(data["executed"]), str(data["not_executed"]),
+                   tuple(SolutionProblem(**p) for p in data["problems"]),
+                   tuple(str(x) for x in data["losses"]))
 
     @property
     def sound(self) -> bool:
@@ -152,11 +163,84 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
                 f"holds no file named {base!r}: add it to the assignment's data.", name=base))
     executed = run is not None and not run.error
     why = "" if executed else (run.error if run is not None else _why_not_run(solution))
-    check = SelfCheck(assignment.name, solution, template, executed, why, tuple(problems),
-                      tuple(_losses(solution)))
+    check = SelfCheck(assignment.name, _percent(solution), _percent(template), executed, why,
+                      tuple(problems), tuple(_losses(solution)))
     log.info("self-check of %s: solution %s, template %s, %d problems", assignment.name,
              check.solution_percent, check.template_percent, len(problems))
     return check
+
+
+@dataclass(frozen=True, slots=True)
+class CheckState:
+    """A background self-check as a page shows it: running, done (``check``) or failed."""
+
+    running: bool
+    check: SelfCheck | None = None
+    error: str = ""
+
+
+class SelfChecks:
+    """Self-checks run in the background, one per state of an assignment (its rubric in
+    force, template, solution and data), kept for the life of the process: a page asks
+    on every draw and shows "checking..." until the result is there.
+
+    Each check runs as ``python -m grader check --json`` in a process of its own, not in
+    a thread of the app's: CPython 3.11's AST constructor keeps its recursion depth per
+    interpreter, and two threads parsing at once (ours grading the solution, Streamlit
+    compiling a page) can fail with "AST constructor recursion depth mismatch"
+    (python/cpython#106905); a process of its own also keeps the app's GIL free."""
+
+    def __init__(self, options: GradeOptions | None = None, timeout_s: float = 1800) -> None:
+        self.options = options or GradeOptions()
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, ...], CheckState] = {}
+
+    @staticmethod
+    def key(assignment: Assignment) -> tuple[str, ...]:
+        digest = hashlib.sha256()
+        for path in (assignment.template, assignment.solution, *assignment.data_files()):
+            stat = path.stat()
+            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        return (str(assignment.root), assignment.rubric.version, digest.hexdigest())
+
+    def get(self, assignment: Assignment) -> CheckState:
+        """The state of ``assignment``'s self-check, started on the first ask."""
+        key = self.key(assignment)
+        with self._lock:
+            state = self._states.get(key)
+            if state is None:
+                state = self._states[key] = CheckState(running=True)
+                threading.Thread(target=self._run, args=(key, assignment), daemon=True,
+                                 name=f"self-check {assignment.name}").start()
+            return state
+
+    def _run(self, key: tuple[str, ...], assignment: Assignment) -> None:
+        try:
+            state = CheckState(False, self._check(assignment))
+        except Exception as exc:  # shown to the instructor; grading itself is unaffected
+            log.exception("self-check of %s failed", assignment.name)
+            state = CheckState(False, error=f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            self._states[key] = state
+
+    def _check(self, assignment: Assignment) -> SelfCheck:
+        with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+            rubric = Path(tmp) / "rubric.json"  # the rubric in force, maybe not the folder's
+            save_rubric(assignment.rubric, rubric)
+            # at low priority: background work must not slow the grading an instructor
+            # waits for (its sandboxed runs inherit the niceness)
+            nice = [NICE, "-n", "10"] if NICE else []
+            argv = [*nice, sys.executable, "-m", "grader", "check", str(assignment.root),
+                    "--json", "--rubric", str(rubric)]
+            if not self.options.execute:
+                argv.append("--no-exec")
+            done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True,
+                                  timeout=self.timeout_s, check=False)
+        if done.returncode not in (0, 1):
+            tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"the check ended with status {done.returncode}: {tail[0]}")
+        return SelfCheck.from_dict(json.loads(done.stdout))
 
 
 def problems_of_run(run: ExecutionResult) -> list[SolutionProblem]:
@@ -185,6 +269,12 @@ def problems_of_run(run: ExecutionResult) -> list[SolutionProblem]:
             out.append(SolutionProblem("error", f"{where} raises an error: {error}",
                                        cell.index + 1))
     return out
+
+
+def _percent(report: GradeReport) -> float | None:
+    if report.score is None or not report.max_score:
+        return None
+    return 100.0 * report.score / report.max_score
 
 
 def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> str:

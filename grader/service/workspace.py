@@ -37,6 +37,7 @@ from ..notebooks.load import load_notebook
 from ..rubrics.import_seed import ImportReport, import_seed_rubric
 from ..rubrics.schema import Rubric, dumps, loads, rubric_from_dict
 from ..store.database import RubricVersionRow, Store
+from .selfcheck import CheckState, SelfChecks
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,7 @@ class Workspace:
         self.store = store
         self.user_dir = user_dir if user_dir is not None else data_dir() / "assignments"
         self.bundled_dir = bundled_dir
+        self.checks = SelfChecks()  # each assignment grades its own solution and template
 
     # -- listing and loading ----------------------------------------------------
     def _folders(self) -> list[tuple[Path, bool]]:
@@ -194,6 +196,11 @@ class Workspace:
             return a
         return dataclasses.replace(a, rubric=loads(active.rubric_json, f"{name} rubric "
                                                                         f"{active.version}"))
+
+    def self_check(self, name: str) -> CheckState:
+        """The self-check of the assignment as it is now (rubric in force included),
+        started in the background on the first ask (``grader.service.selfcheck``)."""
+        return self.checks.get(self.load(name))
 
     def assignment_id(self, name: str) -> int:
         a = self.load(name)
