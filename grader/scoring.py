@@ -13,6 +13,12 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
 3. A check that could not be evaluated (its layer crashed, was skipped, or
    reported an error) scores 0 *and* sends the criterion to review, with the
    reason: never an invented score.
+3b. A check the instructor's own solution fails too (status ``environment``: a
+   test the key does not pass, a variable the key's run does not define, because
+   of a broken key, or a package or data file this machine lacks) is not charged:
+   the criterion's points come from its other checks, their weights scaled to add
+   up to 1, and it goes to review saying so. With no other check it scores 0 and
+   goes to review: never an invented score.
 4. The wrong-notebook gate: a notebook with too little in common with the
    template (flag ``unlike_template``: most likely another assignment's or the
    lecture's notebook, which earns points for calling the same functions) scores 0
@@ -22,13 +28,15 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from .rubrics.checks import Check
 from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
-CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2"}
+CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2",
+               "test": "L2"}
 GATES = ("unlike_template",)  # flags that score a notebook 0 and send it to review
 
 
@@ -48,7 +56,7 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
     hardcoded = set(l1.details.get("hardcoded", ())) if l1 is not None else set()
     all_checks = [c for lr in layers.values() for c in lr.checks]
     out = CriterionResult(crit.id, crit.title, crit.kind, crit.points, 0.0)
-    fraction = 0.0
+    fraction = charged = 0.0
     for check in crit.checks:
         layer = CHECK_LAYER[check.type]
         res = _find(all_checks, crit, check)
@@ -63,22 +71,21 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
                 crit.id, check.type, check.target, 0.0, check.weight, layer, why, status="error"
             )
         if check.type == "output" and check.variable in hardcoded and res.score > 0:
-            res = CheckResult(
-                res.criterion_id,
-                res.check,
-                res.target,
-                0.0,
-                res.weight,
-                res.layer,
-                f"{res.message}; scored 0: {check.variable} is hard-coded, not computed",
-                res.evidence,
-                res.status,
-            )
+            res = dataclasses.replace(
+                res, score=0.0,
+                message=f"{res.message}; scored 0: {check.variable} is hard-coded, not computed")
+        if check.hidden and not res.hidden:  # the rubric's word, whichever layer evaluated it
+            res = dataclasses.replace(res, hidden=True)
         if res.status != "ok":
             out.needs_review = True
             out.review_reasons.append(f"{check.type} {check.target}: {res.message}")
         out.checks.append(res)
+        if res.status == "environment":
+            continue  # rule 3b: not charged
+        charged += check.weight
         fraction += check.weight * min(1.0, max(0.0, res.score))
+    if charged and charged < sum(ch.weight for ch in crit.checks):
+        fraction /= charged  # rule 3b: the other checks' weights scaled to add up to 1
     out.points = round(min(crit.points, max(0.0, crit.points * fraction)), 4)
     return out
 

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 Language = Literal["python", "r"]
 CellKind = Literal["code", "markdown", "raw"]
-CheckStatus = Literal["ok", "skipped", "error"]
+# "environment": the instructor's own solution fails the check too (a broken key, a package
+# or data file the machine lacks): not charged to the student (see grader.scoring, rule 3b)
+CheckStatus = Literal["ok", "skipped", "error", "environment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,9 @@ class CheckResult:
     fraction of its criterion's points the check is worth (from the rubric).
     ``status`` is "skipped" when the check could not run (e.g. no kernel) and
     "error" when evaluating it failed: both send the criterion to review.
+    "environment" when the solution fails it too: left out of the points, and reviewed.
+    ``hidden`` (from the rubric's check): the result counts, but its target and
+    message are the instructor's only (never in the letter or a model's prompt).
     """
 
     criterion_id: str
@@ -103,6 +108,7 @@ class CheckResult:
     message: str
     evidence: tuple[Evidence, ...] = ()
     status: CheckStatus = "ok"
+    hidden: bool = False
 
 
 @dataclass(slots=True)

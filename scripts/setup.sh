@@ -18,7 +18,7 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 # Chromium and fonts for the browser test (Playwright drives Debian's Chromium: it cannot
 # download its own browsers here).
 APT_PACKAGES=(build-essential cmake bubblewrap r-base-core r-cran-irkernel r-cran-tidyverse
-              r-cran-readxl chromium fonts-dejavu-core)
+              r-cran-readxl r-cran-testthat chromium fonts-dejavu-core)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

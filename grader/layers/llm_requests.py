@@ -140,8 +140,9 @@ def plan_code(ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
         level, prefix = _level(counter, room, "code", lambda lv: shared_code_prefix(
             rubric, ctx.assignment.solution, group, rich, lv.solution_chars,
             lv.description_chars))
-        evidence = {c.id: "; ".join(ch.message for ch in checks
-                                    if ch.criterion_id == c.id)[:80] for c in group}
+        evidence = {c.id: "; ".join(ch.message for ch in checks  # hidden: never to a model
+                                    if ch.criterion_id == c.id and not ch.hidden)[:80]
+                    for c in group}
         names = _names(group)
         pieces = [Piece(f"cell {cid}", cell_head(cid), text,
                         _relevance(cid, text, group, cited, names)) for cid, text in cells]
@@ -176,7 +177,7 @@ def plan_feedback(ctx: SubmissionContext, excluded: set[tuple[str, int]],
     for c in written:
         q = next((ch for ch in c.checks if ch.type == "answer"), None)
         ans = find_answer(ctx.match, q.question, rubric.all_placeholders,
-                          rubric.questions) if q else None
+                          rubric.questions, template=ctx.assignment.template) if q else None
         answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
     if not any(a.strip() for a in answers.values()):
         return []  # every question unanswered: nothing to judge
@@ -313,7 +314,7 @@ def _model_answers(ctx: SubmissionContext, written: list[Criterion]) -> dict[str
                 q = next((ch for ch in c.checks if ch.type == "answer"), None)
                 if c.kind == "written" and q is not None:
                     cached[c.id] = find_answer(match, q.question, rubric.all_placeholders,
-                                               rubric.questions).text
+                                               rubric.questions, template=actx.template).text
             actx.cache["model_answers"] = cached
     return {c.id: cached.get(c.id, "") for c in written}
 

@@ -8,13 +8,17 @@ cells; errors the template itself produces, and failures of the environment
 
 When the notebook cannot be executed (no kernel, no sandbox and unsandboxed runs
 not allowed, or execution disabled), ``runs`` is scored from the stored outputs,
-output checks are marked "skipped" (so the criterion goes to review), and the
-report says so. Stored outputs that a fresh run does not reproduce are flagged.
+output and test checks are marked "skipped" (so the criterion goes to review), and
+the report says so. Stored outputs that a fresh run does not reproduce are flagged.
+``test`` checks (the instructor's tests, run in both kernels after the notebook) are
+scored in ``grader.layers.tests``. A check the rubric marks ``hidden`` gives a result
+marked ``hidden``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
@@ -28,6 +32,7 @@ from ..sandbox.execution import (
 from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 from .compare import compare_variables
+from .tests import instructor_tests, score_test
 
 # Failures of the environment, not of the student: a package the machine lacks.
 _MISSING_PACKAGE = re.compile(r"(ModuleNotFoundError|there is no package called)", re.IGNORECASE)
@@ -70,7 +75,8 @@ def solution_run(actx: AssignmentContext, limits: ExecLimits) -> ExecutionResult
         if run is None:
             a = actx.assignment
             run = execute_notebook(
-                actx.solution_raw, a.language, a.data_files(), a.rubric.output_variables(), limits
+                actx.solution_raw, a.language, a.data_files(), a.rubric.output_variables(), limits,
+                tests=instructor_tests(a.rubric),
             )
             actx.cache["solution_run"] = run
         return run
@@ -105,7 +111,8 @@ class OutputLayer(Layer):
             else:
                 a = ctx.assignment.assignment
                 run = execute_notebook(
-                    ctx.raw, a.language, a.data_files(), a.rubric.output_variables(), limits
+                    ctx.raw, a.language, a.data_files(), a.rubric.output_variables(), limits,
+                    tests=instructor_tests(a.rubric),
                 )
                 result.notes.extend(run.notes)
                 ctx.execution = run  # its outputs are scanned for injections too
@@ -116,9 +123,12 @@ class OutputLayer(Layer):
         for crit in ctx.assignment.rubric.criteria:
             for check in crit.checks:
                 if check.type == "runs":
-                    result.checks.append(self._runs(ctx, crit, check, run))
+                    result.checks.append(_marked(check, self._runs(ctx, crit, check, run)))
                 elif check.type == "output":
-                    result.checks.append(self._output(crit, check, run, sol, reason))
+                    result.checks.append(_marked(check, self._output(crit, check, run, sol,
+                                                                     reason)))
+                elif check.type == "test":
+                    result.checks.append(score_test(crit, check, run, sol, reason))
         if run is not None and run.tampering:  # static findings count even if the run failed
             shown = "; ".join(t.text for t in run.tampering[:3])
             result.flags.append(Flag(
@@ -147,10 +157,15 @@ class OutputLayer(Layer):
         for crit in ctx.assignment.rubric.criteria:
             for check in crit.checks:
                 if check.type == "runs":
-                    result.checks.append(self._runs(ctx, crit, check, None))
+                    result.checks.append(_marked(check, self._runs(ctx, crit, check, None)))
                 elif check.type == "output":
-                    result.checks.append(_zero(
-                        crit, check, f"no code of the student's own computes {check.variable}"))
+                    result.checks.append(_marked(check, _zero(
+                        crit, check, f"no code of the student's own computes {check.variable}")))
+                elif check.type == "test":
+                    result.checks.append(CheckResult(
+                        crit.id, "test", check.name, 0.0, check.weight, "L2",
+                        "not run: the notebook has no code of the student's own",
+                        hidden=check.hidden))
         return result
 
     @staticmethod
@@ -225,7 +240,9 @@ class OutputLayer(Layer):
             return _zero(crit, check, f"not checked: {reason}", "skipped")
         expected = sol.variables.get(var)
         if expected is None or not expected.exists:
-            return _zero(crit, check, f"the solution does not define {var}", "error")
+            return _zero(crit, check, f"not charged to the student: the instructor's solution "
+                         f"does not define {var} after its own run (see the assignment's "
+                         "check)", "environment")
         got = run.variables.get(var)
         if got is None or not got.exists:
             return _zero(crit, check, f"{var} is not defined after running the notebook")
@@ -269,6 +286,11 @@ class OutputLayer(Layer):
                 tuple(stale[:10]),
             )
         ]
+
+
+def _marked(check: Check, result: CheckResult) -> CheckResult:
+    """``result`` marked hidden when its rubric check is."""
+    return replace(result, hidden=True) if check.hidden else result
 
 
 def _zero(crit: Criterion, check: Check, message: str,

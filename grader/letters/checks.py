@@ -18,6 +18,7 @@ from ..rubrics.checks import alternatives
 from ..types import CheckResult
 from .outputs import read_output
 from .reading import Context, Reading
+from .tests import read_test
 from .text import Code, Quote, codes, cut, phrase, plural
 
 MAX_ERRORS_QUOTED = 2
@@ -36,7 +37,7 @@ def read_check(ch: CheckResult, ctx: Context) -> Reading:
     if ch.status != "ok":
         return Reading(unchecked=True)
     reader = {"calls": _names, "assigns": _names, "output": read_output, "runs": _runs,
-              "answer": _answer}.get(ch.check)
+              "answer": _answer, "test": read_test}.get(ch.check)
     return reader(ch, ctx) if reader is not None else _other(ch, ctx)
 
 

@@ -3,7 +3,8 @@
 Lists are comma-separated; options are ``key=value`` pairs separated by ``;``
 (``compare=type, shape; rtol=1e-06; partial=type:0.4, shape:0.6``). A text that
 holds ``,``, ``;`` or ``"``, or starts or ends with a space, is written as a JSON
-string (``"Your answer, here"``), so every value survives the round trip exactly.
+string (``"Your answer, here"``), so every value survives the round trip exactly: a
+test's code of several lines is one JSON string (``code="x = f(2)\\nassert x == 4"``).
 Parsers raise ValueError with a message fit for the instructor.
 """
 
@@ -20,7 +21,7 @@ __all__ = ["TARGET_FIELD", "finite", "format_options", "format_target", "format_
 
 # The field each check type shows in the ``target`` column (runs: none).
 TARGET_FIELD = {"assigns": "names", "calls": "functions", "output": "variable",
-                "answer": "question"}
+                "answer": "question", "test": "name"}
 _DEFAULT = Check(type="")
 
 

@@ -7,19 +7,25 @@ hash, does not change when a new field is added. Parsing reports every problem a
 once, each naming the criterion and the check.
 
 Schema version 2 adds, for ``calls`` and ``assigns``, any-of groups: an entry
-``"read_csv | read.csv"`` is satisfied by either name (``alternatives``).
+``"read_csv | read.csv"`` is satisfied by either name (``alternatives``); ``test``
+checks, instructor code run in the student's kernel after the notebook ran (``name``,
+``code``, ``message`` shown on failure, ``timeout_s``); and ``hidden`` on any check
+(its result counts; its target, code and message never reach the student).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-CODE_CHECKS = ("assigns", "calls", "output", "runs")
+CODE_CHECKS = ("assigns", "calls", "output", "runs", "test")
 WRITTEN_CHECKS = ("answer",)
 KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
 ASPECTS = ("type", "shape", "columns", "rows", "values")
+TEST_TIMEOUT_S = 30.0  # a test's default time limit
+MAX_TEST_TIMEOUT_S = 600.0
 
 @dataclass(frozen=True, slots=True)
 class Check:
@@ -39,6 +45,11 @@ class Check:
     question: str = ""  # answer
     min_words: int = 1
     placeholders: tuple[str, ...] = ()
+    name: str = ""  # test: what the instructor calls it (unique in its criterion)
+    code: str = ""  # test: assert statements / test functions (Python); stopifnot, testthat (R)
+    message: str = ""  # test: what the student reads when it fails
+    timeout_s: float = TEST_TIMEOUT_S  # test
+    hidden: bool = False  # any check: counts, but the student never sees what it looked for
 
     @property
     def target(self) -> str:
@@ -48,6 +59,7 @@ class Check:
             "output": self.variable,
             "runs": "all cells",
             "answer": self.question,
+            "test": self.name,
         }.get(self.type, self.type)
 
     def aspect_weights(self) -> dict[str, float]:
@@ -79,7 +91,19 @@ def version_2_features(ch: Check) -> list[str]:
     used = []
     if any(ALTERNATIVE in e for e in (*ch.names, *ch.functions)):
         used.append("alternatives (`a | b`)")
+    if ch.type == "test":
+        used.append("test checks")
+    if ch.hidden:
+        used.append("hidden checks")
     return used
+
+
+def duplicate_tests(checks: Iterable[Check], where: str) -> list[str]:
+    """Problems of one criterion's checks taken together: two tests of one name (a
+    result is matched to its check by criterion, type and name)."""
+    names = [ch.name for ch in checks if ch.type == "test" and ch.name]
+    return [f"{where}: two tests are named {n!r}; name each test of a criterion differently"
+            for n in dict.fromkeys(n for n in names if names.count(n) > 1)]
 
 
 def _as_tuple(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -120,10 +144,15 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 problems.append(f"{where}.{key}: {entry!r} needs a name on each side of `|`")
         if key in kw:
             kw[key] = tuple(_group(e) for e in kw[key])
-    for key in ("variable", "question"):
+    for key in ("variable", "question", "name", "code", "message"):
         if key in data:
-            kw[key] = str(data[key])
-    for key in ("rtol", "atol"):
+            if isinstance(data[key], str):
+                kw[key] = data[key]
+            elif key in ("variable", "question"):  # as version 1 read them
+                kw[key] = str(data[key])
+            else:
+                problems.append(f"{where}.{key}: expected a text, got {data[key]!r}")
+    for key in ("rtol", "atol", "timeout_s"):
         if key in data:
             if isinstance(data[key], int | float) and not isinstance(data[key], bool):
                 kw[key] = float(data[key])
@@ -137,6 +166,11 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 problems.append(f"{where}.{key}: expected a whole number, got {data[key]!r}")
     if "ignore_order" in data:
         kw["ignore_order"] = bool(data["ignore_order"])
+    if "hidden" in data:
+        if isinstance(data["hidden"], bool):
+            kw["hidden"] = data["hidden"]
+        else:
+            problems.append(f"{where}.hidden: expected true or false, got {data['hidden']!r}")
     if "partial" in data:
         if isinstance(data["partial"], dict) and all(
                 isinstance(v, int | float) and not isinstance(v, bool)
@@ -170,6 +204,15 @@ def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
             total = sum(v for _, v in ch.partial)
             if not math.isclose(total, 1.0, abs_tol=1e-6):
                 problems.append(f"{where}: partial fractions add up to {total:g}, not 1")
+    if ch.type == "test":
+        if not ch.name.strip():
+            problems.append(f"{where}: a test check needs `name`")
+        if not ch.code.strip():
+            problems.append(f"{where}.code: a test check needs code (assert statements or "
+                            "test functions; R: stopifnot or testthat expectations)")
+        if not 0 < ch.timeout_s <= MAX_TEST_TIMEOUT_S:
+            problems.append(f"{where}.timeout_s: must be more than 0 and at most "
+                            f"{MAX_TEST_TIMEOUT_S:g} seconds")
     if ch.min_words < 1:
         problems.append(f"{where}: min_words must be >= 1")
 

@@ -9,11 +9,13 @@ The app edits a rubric in two tables (docs/rubric-format.md, "Editing in the app
   ``weight``, ``target`` and ``options``. ``target`` is what the check looks for:
   the names of an ``assigns`` check or the functions of a ``calls`` check
   (comma-separated), the variable of an ``output`` check, the question of an
-  ``answer`` check; a ``runs`` check has none. ``options`` holds the check's other
+  ``answer`` check, the name of a ``test`` check; a ``runs`` check has none.
+  ``options`` holds the check's other
   fields that differ from their defaults as ``key=value`` pairs separated by ``;``
-  (``compare=type, shape; rtol=1e-06; partial=type:0.4, shape:0.6``). A text that
-  holds ``,``, ``;`` or ``"``, or starts or ends with a space, is written as a JSON
-  string (``"Your answer, here"``).
+  (``compare=type, shape; rtol=1e-06; partial=type:0.4, shape:0.6``;
+  ``hidden=true`` on any check). A text that holds ``,``, ``;`` or ``"``, starts or
+  ends with a space, or spans lines (a test's code), is written as a JSON string
+  (``"Your answer, here"``, ``code="x = f(2)\\nassert x == 4"``).
 
 ``rows_from_rubric`` then ``rubric_from_rows`` gives back the same rubric, version
 and all (property-tested). Validation is ``rubric_from_dict``'s, every problem
@@ -56,7 +58,9 @@ APPLIES = {
     "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial"),
     "runs": ("max_errors",),
     "answer": ("question", "min_words", "placeholders"),
+    "test": ("name", "code", "message", "timeout_s"),
 }
+ANY_CHECK = ("hidden",)  # fields every check type reads
 Table = Literal["rubric", "criteria", "checks"]
 
 
@@ -195,7 +199,7 @@ def _check_dict(row: Mapping[str, Any], i: int, label: str,
             except ValueError as exc:
                 out.add("checks", [i], "options", f"{key}: {exc}", label)
                 continue
-            if ctype in APPLIES and key not in APPLIES[ctype]:
+            if ctype in APPLIES and key not in (*APPLIES[ctype], *ANY_CHECK):
                 out.add("checks", [i], "options", f"{key} is not used by a {ctype} check",
                         label, warning=True)
     return data

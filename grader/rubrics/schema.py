@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
-from .checks import KINDS, Check, _as_tuple, _check, check_to_dict, version_2_features
+from .checks import (
+    KINDS,
+    Check,
+    _as_tuple,
+    _check,
+    check_to_dict,
+    duplicate_tests,
+    version_2_features,
+)
 
 SCHEMA_VERSION = 2  # what new rubrics are written in
 SCHEMA_VERSIONS = (1, 2)  # what this grader reads; version 1 files load unchanged
@@ -174,6 +182,7 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         for j, r in enumerate(raw_checks)
         if (ch := _check(r, f"{where} check {j + 1}", kind, problems)) is not None
     ]
+    problems += duplicate_tests(checks, where)
     weights = sum(ch.weight for ch in checks)
     if checks and not math.isclose(weights, 1.0, abs_tol=1e-6):
         problems.append(f"{where}: check weights add up to {weights:g}, not 1")

@@ -10,7 +10,10 @@ size and CPU; only the run's work folder is writable. The parts:
   as a uid of its own (RLIMIT_NPROC then holds), in a cgroup of its own where one can be
   made; ``grader.sandbox.runs``: private run folders, stale ones removed;
 - ``grader.sandbox.tamper``: a cell's status is the kernel's execute reply, and code
-  that tampers with the executor's error reporting is reported (``tampering``).
+  that tampers with the executor's error reporting is reported (``tampering``);
+- ``grader.sandbox.tests``: the instructor's tests, run in the same kernel after the
+  inspection, each with its own time limit (``ExecutionResult.tests``); controls that
+  misbehave are tampering too.
 What applied to a run is written in ``ExecutionResult.notes``.
 """
 
@@ -20,6 +23,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -29,6 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,11 +49,12 @@ from grader.sandbox.layout import Layout
 from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user
 from grader.sandbox.runs import make_run_folder
 from grader.sandbox.tamper import probe_code, probe_findings, static_findings
+from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, harness_cells, read_tests
 from grader.sandbox.view import View, runtime_paths, sandbox_env, write_identity
 from grader.types import Evidence, Output
 
-__all__ = ["CellRun", "ExecLimits", "ExecutionResult", "VariableSummary",
-           "execute_notebook", "kernel_available", "sandbox_available"]
+__all__ = ["CellRun", "ExecLimits", "ExecutionResult", "InstructorTest", "TestRun",
+           "VariableSummary", "execute_notebook", "kernel_available", "sandbox_available"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +99,7 @@ class ExecutionResult:
     notes: list[str] = field(default_factory=list)
     # code that tampers with the executor's error reporting (static and as observed)
     tampering: list[Evidence] = field(default_factory=list)
+    tests: dict[str, TestRun] = field(default_factory=dict)  # by InstructorTest.key
 
 
 def kernel_available(language: str) -> bool:
@@ -126,17 +133,22 @@ def _kernel_name(language: str) -> str | None:
 
 def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                      inspect: list[str], limits: ExecLimits = ExecLimits(),
-                     workdir: Path | None = None) -> ExecutionResult:
-    """Run ``nb`` in a fresh sandboxed kernel; never raises for a student's code."""
+                     workdir: Path | None = None,
+                     tests: Sequence[InstructorTest] = ()) -> ExecutionResult:
+    """Run ``nb`` in a fresh sandboxed kernel, then ``tests`` in it; never raises for a
+    student's code."""
     started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
     kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
     tampering = static_findings(nb.get("cells", []), language)
+    plan = harness_cells(language, tests)
 
     def failed(error: str) -> ExecutionResult:
         log.error("notebook not executed: %s", error)
         return ExecutionResult([], scan.missing(names, f"not executed: {error}"), kernel, language,
                                time.perf_counter() - started, False, sandboxed, error, notes,
-                               tampering)
+                               tampering, {t.key: TestRun(t.key, "not run",
+                                                          f"not executed: {error}")
+                                           for t in tests})
 
     if not kernel:
         return failed(f"no Jupyter kernel for {language} (looked for {KERNELS.get(language)!r})")
@@ -159,7 +171,7 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                 hand_over(work, user, keep=(layout.identity,))
                 code = scan.inspection_code(language, names, marker) if names else ""
                 outcome = _run(layout, kernel, code, probe_code(language, probe_marker), limits,
-                               sandboxed, user)
+                               sandboxed, user, plan)
             finally:
                 if workdir is None:
                     shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
@@ -168,9 +180,19 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     notes.append(outcome.containment(user, limits))
     probes = {e.get("when"): e for e in outcome.events if e.get("event") == "probe"}
     tampering += probe_findings(probes.get("before"), probes.get("after"), probe_marker)
+    runs: dict[str, TestRun] = {}
+    if plan is not None:
+        runs, faults = read_tests(plan, outcome.events)
+        tampering += faults
+        notes += [f"{e['error']}" if e.get("error") else f"test {e.get('after')} stopped the "
+                  "kernel: the notebook was run again in a fresh one for the tests after it"
+                  for e in outcome.events if e.get("event") == "replay"]
     if tampering:
         log.warning("the notebook tampers with the executor: %s", [t.text for t in tampering])
-    return _result(outcome, names, marker, kernel, language, started, sandboxed, notes, tampering)
+    result = _result(outcome, names, marker, kernel, language, started, sandboxed, notes,
+                     tampering)
+    result.tests = runs
+    return result
 
 
 def _as_grader() -> contextlib.nullcontext[SandboxUser]:
@@ -231,7 +253,7 @@ def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, langu
 
 
 def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
-         sandboxed: bool, user: SandboxUser) -> _Outcome:
+         sandboxed: bool, user: SandboxUser, plan: TestPlan | None = None) -> _Outcome:
     """Start the runner; return its events and how its processes were bounded."""
     read_fd, write_fd = os.pipe()
     switch = sandboxed and user.dedicated
@@ -239,6 +261,11 @@ def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
             "probe": probe, "work": str(layout.work), "cwd": str(layout.cwd),
             "events_fd": write_fd, "cell_timeout_s": limits.cell_timeout_s,
             "total_timeout_s": limits.total_timeout_s}
+    # the tests' own limits, and one more run of the notebook should a test stop the kernel
+    extra = math.ceil(plan.budget_s) + limits.total_timeout_s if plan is not None else 0
+    if plan is not None:
+        spec |= {"tests": list(plan.items), "ping": plan.ping,
+                 "replay_budget_s": limits.total_timeout_s}
     (layout.work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     prefix = layout.view.argv(str(BWRAP), layout.work, layout.cwd, layout.tops, layout.identity,
                               switch_user=switch) if sandboxed else []
@@ -258,7 +285,8 @@ def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
     cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES)
     nproc = user.nproc(limits.max_processes)
     preexec = limiter(limits.memory_mb, limits.max_file_mb, nproc,
-                      limits.total_timeout_s + GRACE_S, cgroup.join if cgroup.folders else None)
+                      limits.total_timeout_s + GRACE_S + extra,
+                      cgroup.join if cgroup.folders else None)
     # the runner's log lives outside the work folder, which the student's code may rewrite
     with tempfile.TemporaryFile() as runner_log:
         try:
@@ -274,7 +302,7 @@ def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
                 os.close(write_fd)
             reader.start()
             try:
-                proc.wait(timeout=limits.total_timeout_s + GRACE_S)
+                proc.wait(timeout=limits.total_timeout_s + GRACE_S + extra)
                 killed = False
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)

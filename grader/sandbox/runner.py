@@ -21,7 +21,16 @@ everything done before a kill is kept:
     {"event": "stop", "reason": "timeout" | "dead" | "total"}
     {"event": "probe", "when": "after", ...}
     {"event": "inspect", "text": <stdout of the inspection cell>, "error": ...}
+    {"event": "test", "id": ..., "outcome": "ok" | "timeout" | "dead" | "not run",
+     "text": <stdout>, "error": ..., "seconds": ..., "timeout_s": ...}    (one per test)
+    {"event": "replay", "after": <test id>, "error": ...}
     {"event": "done"}          or   {"event": "fatal", "error": ...}
+
+``tests`` (``grader.sandbox.tests``) are cells run after the inspection, each with its
+own time limit. After a test that times out, a ``ping`` cell must answer within
+PING_TIMEOUT_S; when it does not, or the test killed the kernel, the kernel is replaced
+and the notebook run again, quietly, for the tests after it, while ``replay_budget_s``
+lasts (else they are "not run", with why).
 
 A cell's status is the kernel's execute reply (``status``, ``ename``, ``evalue``), which
 a replaced ``showtraceback`` does not change, though it silences the error output; a
@@ -36,6 +45,7 @@ outside the package), only nbformat and nbclient.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
@@ -53,6 +63,7 @@ MAX_TEXT = 100_000  # characters kept per output
 RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
+PING_TIMEOUT_S = 10
 TIMEOUT = "CellTimeoutError"
 PR_SET_DUMPABLE = 4
 
@@ -186,18 +197,23 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
         {cell_index: execute_reply})
     probe = spec.get("probe") or ""
     try:
-        with client.setup_kernel():
+        with contextlib.ExitStack() as kernel:
+            kernel.enter_context(client.setup_kernel())
             emit(event="start", kernel=spec["kernel"], **identity())
             if probe:
                 emit(event="probe", when="before", **_hidden(client, nb, probe, replies))
-            deadline = time.monotonic() + spec["total_timeout_s"]  # kernel start-up not counted
+            started = time.monotonic()
+            deadline = started + spec["total_timeout_s"]  # kernel start-up not counted
             stop = _run_cells(client, nb, spec, deadline, replies, emit)
+            ran_s = time.monotonic() - started
             if stop:
                 emit(event="stop", reason=stop)
             if probe and stop != "dead":
                 emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
             if spec.get("code"):
                 _inspect(client, nb, spec["code"], stop, replies, emit)
+            if spec.get("tests"):
+                _tests(client, nb, spec, stop, ran_s, replies, emit, kernel)
     except Exception as exc:
         emit(event="fatal", error=f"{type(exc).__name__}: {exc}")
         raise
@@ -246,26 +262,73 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
     return ""
 
 
-def _hidden(client: NotebookClient, nb: Any, code: str,
-            replies: dict[int, Any]) -> dict[str, str]:
-    """Run ``code`` as a cell the notebook does not keep: its stdout and error."""
+def _cell(client: NotebookClient, nb: Any, code: str, timeout: float,
+          replies: dict[int, Any]) -> dict[str, Any]:
+    """Run ``code`` as a cell the notebook does not keep: how it ended ("ok", "timeout",
+    "dead"), its stdout (the end of it, where a harness's result line is) and error."""
     cell = nbformat.v4.new_code_cell(code)
     nb.cells.append(cell)
     index = len(nb.cells) - 1
-    client.timeout = PROBE_TIMEOUT_S
+    client.timeout = max(1, math.ceil(timeout))
+    started, outcome = time.perf_counter(), "ok"
     try:
         client.execute_cell(cell, index, store_history=False)
-    except DeadKernelError as exc:
-        return {"text": "", "error": f"DeadKernelError: {exc}"}
+        outcome = "timeout" if _timed_out(replies, index) else "ok"
+    except DeadKernelError:
+        outcome = "dead"
     finally:
         nb.cells.pop()
-    if _timed_out(replies, index):
-        return {"text": "", "error": f"{TIMEOUT}: no answer in {PROBE_TIMEOUT_S} s"}
     outputs = cell.get("outputs", [])
     text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
     error = reply_error(replies.pop(index, None))
-    return {"text": text, "error": first_error(outputs) if error is None else error}
+    return {"outcome": outcome, "text": text[-MAX_TEXT:], "seconds":
+            round(time.perf_counter() - started, 3),
+            "error": first_error(outputs) if error is None else error}
+
+
+def _hidden(client: NotebookClient, nb: Any, code: str,
+            replies: dict[int, Any]) -> dict[str, str]:
+    """Run ``code`` as a cell the notebook does not keep: its stdout and error."""
+    got = _cell(client, nb, code, PROBE_TIMEOUT_S, replies)
+    if got["outcome"] == "dead":
+        return {"text": "", "error": "DeadKernelError: the kernel died"}
+    if got["outcome"] == "timeout":
+        return {"text": "", "error": f"{TIMEOUT}: no answer in {PROBE_TIMEOUT_S} s"}
+    return {"text": got["text"], "error": got["error"]}
+
+
+def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], stop: str, ran_s: float,
+           replies: dict[int, Any], emit: Any, kernel: contextlib.ExitStack) -> None:
+    """Each test as a hidden cell with its own time limit; a test that hangs or kills the
+    kernel is reported, and the tests after it run in a fresh kernel that ran the
+    notebook again (see the module's docstring)."""
+    broken = "the kernel died while the notebook ran" if stop == "dead" else ""
+    until = time.monotonic() + spec.get("replay_budget_s", 0)
+    for test in spec["tests"]:
+        if broken:
+            emit(event="test", id=test["id"], outcome="not run", text="", error=broken)
+            continue
+        got = _cell(client, nb, test["code"], test["timeout_s"], replies)
+        emit(event="test", id=test["id"], timeout_s=test["timeout_s"], **got)
+        if got["outcome"] == "timeout":
+            got = _cell(client, nb, spec["ping"], PING_TIMEOUT_S, replies)
+        if got["outcome"] != "ok":
+            broken = _renew(client, nb, spec, ran_s, until, replies, kernel, test["id"])
+            emit(event="replay", after=test["id"], error=broken)
+
+
+def _renew(client: NotebookClient, nb: Any, spec: dict[str, Any], ran_s: float, until: float,
+           replies: dict[int, Any], kernel: contextlib.ExitStack, after: str) -> str:
+    """A fresh kernel that ran the notebook again; "" or why the next tests cannot run."""
+    left = until - time.monotonic()
+    if left < ran_s * 1.5 + PING_TIMEOUT_S:
+        return (f"test {after} stopped the kernel, and no time is left to run the notebook "
+                "again for the tests after it")
+    kernel.close()  # shuts the stuck or dead kernel down
+    kernel.enter_context(client.setup_kernel())
+    stop = _run_cells(client, nb, spec, time.monotonic() + left, replies, lambda **_: None)
+    return f"after test {after} the notebook did not run again ({stop})" if stop else ""
 
 
 def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dict[int, Any],

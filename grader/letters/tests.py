@@ -1,0 +1,48 @@
+"""A ``test`` check read for the student: the instructor's test, passed or not, and why.
+
+The layer's message (``grader.layers.tests``) begins with what happened: "passed",
+"failed: <the assertion's message, the failing line or the error>", "timed out: ...",
+"the kernel died: ...". A failed test shows the message the instructor wrote for it
+(the rubric's ``message``), plainly; without one, what failed, quoted. Hidden tests
+never come here (``grader.letters.checks`` reads them as "one more check").
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..types import CheckResult
+from .reading import Context, Reading
+from .text import Code, Quote, cut, phrase
+
+__all__ = ["read_test"]
+
+_SECONDS = re.compile(r"within (\d+(?:\.\d+)?) s")
+
+
+def read_test(ch: CheckResult, ctx: Context) -> Reading:
+    name = Code(cut(ch.target, 60))
+    if ch.score >= 1:
+        return Reading(done=[phrase("Your work passes the instructor's test ", name, ".")])
+    said = " ".join(ctx.spec.message.split()) if ctx.spec is not None else ""
+    what, _, detail = ch.message.partition(": ")
+    out = Reading(steps=[phrase("Run your code for this part again, compare its result with "
+                                "what the test expects, then rerun the whole notebook.")])
+    if what == "timed out":
+        m = _SECONDS.search(detail)
+        limit = f" within {float(m.group(1)):g} seconds" if m else " in the time allowed"
+        out.missing.append(phrase("The instructor's test ", name, " did not finish", limit,
+                                  ": your code may be very slow or never end",
+                                  f" ({said})" if said else "", "."))
+    elif what == "the kernel died":
+        out.missing.append(phrase("The instructor's test ", name, " stopped the notebook "
+                                  "(it ran out of memory or crashed)",
+                                  f": {said}" if said else "."))
+    elif said:
+        out.missing.append(phrase("The instructor's test ", name, " did not pass: ", said))
+    else:
+        out.missing.append(phrase("The instructor's test ", name, " did not pass."))
+        first = next((line for line in detail.splitlines() if line.strip()), "")
+        if first:
+            out.quotes.append(Quote("", cut(first, 160), "error"))
+    return out
