@@ -8,7 +8,8 @@
 The rooms, from the bottom up (each package's docstring says what it owns and what
 it may import; ``tests/test_layout.py`` holds the arrows to these rules):
 
-- ``errors``, ``types``, ``safe_text``, ``events``: the vocabulary every room uses;
+- ``errors``, ``types``, ``safe_text``, ``events``, ``pyast`` (thread-safe parsing): the
+  vocabulary every room uses;
 - ``notebooks``: files in (notebooks, ZIPs, whose notebook it is);
 - ``rubrics``: the rubric language, its editor's text and the importers;
   ``assignment``: an assignment folder (rubric, template, solution, data);

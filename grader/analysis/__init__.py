@@ -1,14 +1,14 @@
 """Reading the student's work without running it.
 
 ``template`` matches a submission's cells against the assignment's template, so only
-what the student wrote counts; ``facts`` finds the variables a cell assigns and the
-functions it calls (Python through ``ast``, R through ``rlang``'s tokenizer and light
-parser), with comments and strings left out; ``answers`` finds the written answer
-under each question and counts its words, wherever the student wrote it: markdown
-under the question or inside its cell, prose comments and printed strings of code
-cells (``code_prose``), and the student's part of a cell answering several questions,
-split at their labels (``answer_labels``; ``answer_parts`` locates the questions once
-per submission).
+what the student wrote counts. ``facts`` finds the variables a cell assigns and the
+functions it calls (Python through ``ast``, or ``token_scan`` for code that does not
+parse; R through ``rlang``'s tokenizer and light parser), with comments and strings
+left out. ``answers`` finds the written answer under each question and counts its
+words, wherever the student wrote it: markdown under the question or inside its cell,
+prose comments and printed strings of code cells (``code_prose``), and the student's
+part of a cell answering several questions, split at their labels (``answer_labels``;
+``answer_parts`` locates the questions once per submission).
 
-May import: errors, types.
+May import: errors, types, pyast.
 """

@@ -7,5 +7,5 @@ value checks) and ``places`` names cells as the student sees them;
 ``render`` writes Markdown and HTML and ``pdf`` one PDF. Instructor-only detail
 (flags, hidden checks, metrics) never enters a letter.
 
-May import: errors, types, safe_text, scoring, notebooks, analysis, rubrics.
+May import: errors, types, safe_text, pyast, scoring, notebooks, analysis, rubrics.
 """

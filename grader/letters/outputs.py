@@ -8,9 +8,9 @@ one found) and the next step. A variable typed in rather than computed is named.
 
 from __future__ import annotations
 
-import ast
 import re
 
+from ..pyast import literal_eval
 from ..types import CheckResult
 from .reading import Context, Reading
 from .text import Code, Phrase, codes, cut, join_and, phrase, plural
@@ -40,7 +40,7 @@ def _kind(type_name: str) -> str:
 
 def _dims(shape: str) -> tuple[int, ...] | None:
     try:
-        value = ast.literal_eval(shape.strip())
+        value = literal_eval(shape)
     except (ValueError, SyntaxError):
         return None
     return tuple(value) if isinstance(value, tuple) and all(
@@ -57,7 +57,7 @@ def _size(dims: tuple[int, ...]) -> str:
 
 def _names_list(text: str) -> list[str]:
     try:
-        value = ast.literal_eval(text.strip())
+        value = literal_eval(text)
     except (ValueError, SyntaxError):
         return []
     return [str(v) for v in value] if isinstance(value, list) else []

@@ -8,5 +8,5 @@ data wherever the code names it (``layout``) and private run folders (``runs``);
 the kernel (``VariableSummary``); ``kernel_cache`` prebuilds caches a fresh home needs.
 ``runner`` imports nothing of ours: it runs as ``python -I`` inside the sandbox.
 
-May import: errors, types, notebooks.
+May import: errors, types, pyast, notebooks.
 """

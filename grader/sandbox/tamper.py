@@ -23,6 +23,8 @@ from typing import Any
 
 from grader.types import Evidence
 
+from ..pyast import parse
+
 __all__ = ["PY_HOOKS", "probe_code", "probe_findings", "static_findings"]
 
 PY_HOOKS = frozenset({
@@ -71,7 +73,7 @@ def _python(source: str) -> list[tuple[int, str]]:
     plain = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
                       for ln in source.split("\n"))
     try:
-        tree = ast.parse(plain)
+        tree = parse(plain)
     except SyntaxError:
         return [(source.count("\n", 0, m.start()) + 1,
                  f"assigns .{m['attr']}" if m["attr"] else f"calls {m['call']}()")
