@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
-from grader.service.jobs import running_jobs
+from grader.service.jobs import job_rows, running_jobs
 from grader.views import grading as grading
 from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
@@ -131,7 +131,7 @@ def grading_section() -> None:
         if jobs:
             st.caption("Grading jobs of this app: the files read so far and the notebooks "
                        "graded.")
-            st.dataframe(grading.job_rows(jobs), hide_index=True, width="stretch")
+            st.dataframe(job_rows(jobs), hide_index=True, width="stretch")
         if view.interrupted:
             st.caption(f"{view.interrupted} interrupted batch(es) with notebooks left: resume "
                        "them on the Grade page.")

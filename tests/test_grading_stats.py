@@ -19,7 +19,7 @@ import pytest
 
 from grader.events import GradeEvent
 from grader.layers.base import GradeOptions
-from grader.service.jobs import GradeJob, running_jobs
+from grader.service.jobs import GradeJob, job_rows, running_jobs
 from grader.service.workspace import Workspace
 from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
@@ -231,7 +231,7 @@ def test_job_rows_show_the_jobs_running_in_this_process(tmp_path: Path, store: S
         job.board.apply(GradeEvent("a.ipynb", "start"))
         job.board.apply(GradeEvent("b.ipynb", "start"))
         job.board.apply(GradeEvent("b.ipynb", "done", report=report("b.ipynb", "b" * 64)))
-        (row,) = gs.job_rows(running_jobs(ws))
+        (row,) = job_rows(running_jobs(ws))
         assert (row["job"], row["assignment"], row["notebooks"], row["done"],
                 row["grading now"]) == ("grade", "hw1", 3, 1, 1)
         assert "a.ipynb" not in repr(row)  # counts only, no file names
@@ -241,7 +241,7 @@ def test_job_rows_show_the_jobs_running_in_this_process(tmp_path: Path, store: S
         while not job.finished and time.monotonic() < deadline:
             time.sleep(0.02)
     assert job.finished
-    assert gs.job_rows(running_jobs(ws)) == []
+    assert job_rows(running_jobs(ws)) == []
 
 
 def test_a_hidden_name_leaves_no_part_of_its_path_in_the_reason(hw: Hw):

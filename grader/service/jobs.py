@@ -23,9 +23,10 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from inference import DisaggregatedClient
 
@@ -322,3 +323,19 @@ def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
 
     return GradeJob(workspace, name, collect, options, client, workers, run=run,
                     rubric=rubric, key=key, holds=batch_id, kind="resume").start()
+
+
+def job_rows(jobs: Iterable[GradeJob]) -> list[dict[str, Any]]:
+    """One row per grading job running in this process (``jobs.running_jobs``): counts
+    only, no file names."""
+    rows = []
+    for job in jobs:
+        snap = job.board.snapshot()
+        rows.append({"job": job.kind, "assignment": job.assignment,
+                     "started": time.strftime("%Y-%m-%d %H:%M:%S",
+                                              time.localtime(job.started_at)),
+                     "notebooks": snap.total, "done": snap.done,
+                     "grading now": sum(n.state == "grading" for n in snap.notebooks),
+                     "files not read": len(job.result.problems),
+                     "resumes batch": job.holds})
+    return rows

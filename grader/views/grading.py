@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -33,11 +33,8 @@ from ..store.database import Store
 from ..store.schema import anonymous_file
 from .progress import LAYER_TITLES, LAYERS
 
-if TYPE_CHECKING:
-    from ..service.jobs import GradeJob
-
 __all__ = ["BatchStats", "FailedFile", "GradingView", "LayerSummary", "MetricCard", "Rate",
-           "batch_rows", "busy_seconds", "failed_rows", "grading_view", "job_rows",
+           "batch_rows", "busy_seconds", "failed_rows", "grading_view",
            "layer_rows", "metric_cards", "queue_rows", "rate_figure"]
 
 log = logging.getLogger(__name__)
@@ -346,21 +343,6 @@ def layer_rows(layers: Iterable[LayerSummary]) -> list[dict[str, Any]]:
 
 def failed_rows(failed: Iterable[FailedFile]) -> list[dict[str, Any]]:
     return [f.row() for f in failed]
-
-
-def job_rows(jobs: Iterable[GradeJob]) -> list[dict[str, Any]]:
-    """One row per grading job running in this process (``jobs.running_jobs``): counts
-    only, no file names."""
-    rows = []
-    for job in jobs:
-        snap = job.board.snapshot()
-        rows.append({"job": job.kind, "assignment": job.assignment,
-                     "started": _clock(job.started_at), "notebooks": snap.total,
-                     "done": snap.done,
-                     "grading now": sum(n.state == "grading" for n in snap.notebooks),
-                     "files not read": len(job.result.problems),
-                     "resumes batch": job.holds})
-    return rows
 
 
 def rate_figure(batches: Sequence[BatchStats]) -> go.Figure:
