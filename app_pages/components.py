@@ -134,8 +134,15 @@ def self_check(workspace: Workspace, assignment: Assignment) -> None:
     """The assignment's own solution and template graded with its rubric (in the
     background on first view): both percentages, and what to fix when they are off."""
     running = workspace.checks.get(assignment).running
-    st.fragment(_self_check_box, run_every=2.0 if running else None)(
-        workspace, assignment, running)
+    st.session_state[_INLINE] = True  # drawn as part of the whole page, not on its own
+    try:
+        st.fragment(_self_check_box, run_every=2.0 if running else None)(
+            workspace, assignment, running)
+    finally:
+        st.session_state.pop(_INLINE, None)
+
+
+_INLINE = "_self_check_inline"
 
 
 def _self_check_box(workspace: Workspace, assignment: Assignment, was_running: bool) -> None:
@@ -143,8 +150,10 @@ def _self_check_box(workspace: Workspace, assignment: Assignment, was_running: b
     if state.running:
         st.caption("Checking the assignment: grading its own solution and template "
                    "with the rubric...")
-    elif was_running:
-        st.rerun()  # done: the page draws the result and stops polling
+    elif was_running and not st.session_state.get(_INLINE):
+        # Done since the page was drawn: draw it again, which stops the polling. Never
+        # while the whole page runs: that run may carry a click (Grade) to act on.
+        st.rerun()
     elif state.error:
         st.warning(f"The assignment's self-check failed: {state.error}")
     elif state.check is not None and state.check.sound:

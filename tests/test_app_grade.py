@@ -30,7 +30,10 @@ def _grade_sample(sample: str, *, execute: bool = True, llm: bool = True):
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     at.multiselect(key="grade_samples").set_value([sample])
     _options(at, execute=execute, llm=llm)
-    at.button(key="grade_run").click().run()
+    # The run lasts as long as the grade. With the models on a 2-core machine that
+    # is a minute, and several when the assignments' self-checks share the cores:
+    # the timeout only guards against a hang.
+    at.button(key="grade_run").click().run(timeout=600 if llm else 180)
     assert not at.exception, at.exception
     return at
 

@@ -255,14 +255,17 @@ def test_hanging_garbage_and_truncating_servers_are_failed_over(pair, tmp_path):
 
 
 def test_a_slow_link_stops_the_router_shipping_kv_and_a_fast_one_ships(tmp_path):
-    # The decode side prefills at half speed (one thread): shipping wins on a fast
-    # link and loses when the link is slow. The router learns both from real requests.
+    # The prefill server keeps the prompt in its prefix cache after the first request
+    # (as it keeps an assignment's shared head while grading); the decode server keeps
+    # none and prefills on one thread. Shipping the cached KV wins on a fast link and
+    # loses when the link is slow. The router learns both from real requests, not from
+    # the two machines' core counts (two threads are no faster than one on a 2-core CI).
     # KV over HTTP only (no data port), so that it passes through the throttled link.
-    p = start_server(role="prefill", extra_args=("--prefix-cache-mb", "0", "--kv-port", "-1"))
+    p = start_server(role="prefill", extra_args=("--kv-port", "-1"))
     d = start_server(role="decode", extra_args=("--prefix-cache-mb", "0", "--threads", "1"))
     text = " ".join(FILLER.format(i=i) for i in range(12)) + "\nSummarise."
     try:
-        choices = {}
+        choices, prefill = {}, {}
         with ThrottlingProxy("127.0.0.1", int(p.url.rsplit(":", 1)[1])) as link:
             for label, rate in (("fast", None), ("slow", 1_000_000)):
                 link.set_rate(rate)
@@ -275,11 +278,15 @@ def test_a_slow_link_stops_the_router_shipping_kv_and_a_fast_one_ships(tmp_path)
                         for opt in backend.options(req):
                             if opt.choice in ("ship", "self"):
                                 backend.run_option(opt, req)
-                    choices[label] = backend.options(request(text, 4))[0].choice
+                    ranked = backend.options(request(text, 4))
+                    choices[label] = ranked[0].choice
+                    prefill[label] = {o.choice: o.route_option.parts["prefill"]
+                                      for o in ranked if o.route_option is not None}
     finally:
         p.stop()
         d.stop()
     assert choices == {"fast": "ship", "slow": "self"}
+    assert prefill["fast"]["ship"] < prefill["fast"]["self"]  # the cached head counted
 
 
 def test_a_dead_address_is_down_and_requests_go_to_the_embedded_engine(tmp_path):
