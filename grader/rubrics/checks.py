@@ -11,21 +11,33 @@ Schema version 2 adds, for ``calls`` and ``assigns``, any-of groups: an entry
 checks, instructor code run in the student's kernel after the notebook ran (``name``,
 ``code``, ``message`` shown on failure, ``timeout_s``); and ``hidden`` on any check
 (its result counts; its target, code and message never reach the student).
+
+It also adds reference values that need not come from the solution: ``value`` checks
+evaluate an instructor's ``expression`` in the student's kernel and in the solution's
+and compare it with the ``expected`` value (or any of several accepted ones, ``accept``
+in a file), or with the solution's value when none is given, within ``rtol``/``atol``;
+checks of what a cell printed (``printed``: a ``pattern`` or a ``number`` within the
+tolerance) and of a drawn plot (``plot``), each within a ``question``'s cells or the
+whole notebook, taking their ``evidence`` from the submitted outputs, our run, or both;
+and ``depends_on``: the criteria a code check's values follow from, so that one early
+slip is charged once (the check then judges the method only).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-CODE_CHECKS = ("assigns", "calls", "output", "runs", "test")
+CODE_CHECKS = ("assigns", "calls", "output", "runs", "test", "value", "printed", "plot")
 WRITTEN_CHECKS = ("answer",)
 KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
 ASPECTS = ("type", "shape", "columns", "rows", "values")
 TEST_TIMEOUT_S = 30.0  # a test's default time limit
 MAX_TEST_TIMEOUT_S = 600.0
+EVIDENCE = ("both", "stored", "rerun")  # printed/plot: which outputs count (both: either)
 
 @dataclass(frozen=True, slots=True)
 class Check:
@@ -50,6 +62,12 @@ class Check:
     message: str = ""  # test: what the student reads when it fails
     timeout_s: float = TEST_TIMEOUT_S  # test
     hidden: bool = False  # any check: counts, but the student never sees what it looked for
+    expression: str = ""  # value: evaluated in the student's kernel and the solution's
+    expected: tuple[Any, ...] = ()  # value: accepted values (JSON, lists as tuples); () = key's
+    pattern: str = ""  # printed: a regular expression searched in the printed text
+    number: float | None = None  # printed: a number that must appear (within rtol/atol)
+    evidence: str = "both"  # printed, plot: "stored", "rerun" or "both" (either counts)
+    depends_on: tuple[str, ...] = ()  # code checks: criteria ids whose values this one uses
 
     @property
     def target(self) -> str:
@@ -60,6 +78,9 @@ class Check:
             "runs": "all cells",
             "answer": self.question,
             "test": self.name,
+            "value": self.expression,
+            "printed": self.pattern or ("" if self.number is None else f"{self.number:g}"),
+            "plot": self.question or "a plot",
         }.get(self.type, self.type)
 
     def aspect_weights(self) -> dict[str, float]:
@@ -72,7 +93,31 @@ class Check:
 
 # Every field of a check besides its type and weight, in the order files list them.
 CHECK_FIELDS = tuple(f.name for f in fields(Check) if f.name not in ("type", "weight"))
+FILE_KEYS = (*CHECK_FIELDS, "accept")  # a file writes several expected values as `accept`
 ALTERNATIVE = "|"
+
+
+class FrozenObject(tuple):  # type: ignore[type-arg]
+    """A JSON object inside an expected value, as sorted (key, value) pairs."""
+
+    __slots__ = ()
+
+
+def freeze(value: Any) -> Any:
+    """A JSON value with its lists as tuples and objects as ``FrozenObject`` (a check
+    stays hashable)."""
+    if isinstance(value, dict):
+        return FrozenObject(sorted((str(k), freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """``freeze`` undone: the JSON value a file holds."""
+    if isinstance(value, FrozenObject):
+        return {k: thaw(v) for k, v in value}
+    return [thaw(v) for v in value] if isinstance(value, tuple) else value
 
 
 def alternatives(entry: str) -> tuple[str, ...]:
@@ -95,6 +140,10 @@ def version_2_features(ch: Check) -> list[str]:
         used.append("test checks")
     if ch.hidden:
         used.append("hidden checks")
+    if ch.type in ("value", "printed", "plot"):
+        used.append(f"{ch.type} checks")
+    if ch.depends_on:
+        used.append("depends_on")
     return used
 
 
@@ -104,6 +153,38 @@ def duplicate_tests(checks: Iterable[Check], where: str) -> list[str]:
     names = [ch.name for ch in checks if ch.type == "test" and ch.name]
     return [f"{where}: two tests are named {n!r}; name each test of a criterion differently"
             for n in dict.fromkeys(n for n in names if names.count(n) > 1)]
+
+
+def dependency_problems(criteria: Iterable[tuple[str, Iterable[Check]]]) -> list[str]:
+    """Problems of the rubric's ``depends_on`` taken together: criteria that do not
+    exist, a criterion depending on itself, and cycles (each charge must have a first)."""
+    graph = {cid: {d for ch in checks for d in ch.depends_on} for cid, checks in criteria}
+    problems = []
+    for cid, deps in graph.items():
+        for d in sorted(deps):
+            if d == cid:
+                problems.append(f"criterion {cid!r}: depends_on names the criterion itself")
+            elif d not in graph:
+                problems.append(f"criterion {cid!r}: depends_on names {d!r}, which is not a "
+                                f"criterion of this rubric")
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for d in sorted(graph.get(node, ())):
+            if d == node or d not in graph:
+                continue
+            if state.get(d) == 1:
+                loop = [*path[path.index(d):], d]
+                problems.append("depends_on goes round in a circle: " + " -> ".join(loop))
+            elif d not in state:
+                visit(d, [*path, d])
+        state[node] = 2
+
+    for cid in graph:
+        if cid not in state:
+            visit(cid, [cid])
+    return problems
 
 
 def _as_tuple(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -127,7 +208,7 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
             f"(valid: {', '.join(allowed)})"
         )
         return None
-    known = {"type", "weight", *CHECK_FIELDS}
+    known = {"type", "weight", *FILE_KEYS}
     for key in sorted(set(data) - known):
         problems.append(f"{where}: unknown field {key!r}")
     kw: dict[str, Any] = {"type": ctype}
@@ -135,7 +216,7 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
     if not isinstance(weight, int | float) or not 0 <= weight <= 1:
         problems.append(f"{where}: weight must be a number in [0, 1]")
     kw["weight"] = float(weight) if isinstance(weight, int | float) else 0.0
-    for key in ("names", "functions", "compare", "placeholders"):
+    for key in ("names", "functions", "compare", "placeholders", "depends_on"):
         if key in data:
             kw[key] = _as_tuple(data[key], f"{where}.{key}", problems)
     for key in ("names", "functions"):
@@ -144,7 +225,8 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 problems.append(f"{where}.{key}: {entry!r} needs a name on each side of `|`")
         if key in kw:
             kw[key] = tuple(_group(e) for e in kw[key])
-    for key in ("variable", "question", "name", "code", "message"):
+    for key in ("variable", "question", "name", "code", "message", "expression", "pattern",
+                "evidence"):
         if key in data:
             if isinstance(data[key], str):
                 kw[key] = data[key]
@@ -152,7 +234,7 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 kw[key] = str(data[key])
             else:
                 problems.append(f"{where}.{key}: expected a text, got {data[key]!r}")
-    for key in ("rtol", "atol", "timeout_s"):
+    for key in ("rtol", "atol", "timeout_s", "number"):
         if key in data:
             if isinstance(data[key], int | float) and not isinstance(data[key], bool):
                 kw[key] = float(data[key])
@@ -164,6 +246,20 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 kw[key] = data[key]
             else:
                 problems.append(f"{where}.{key}: expected a whole number, got {data[key]!r}")
+    if "expected" in data and "accept" in data:
+        problems.append(f"{where}: give `expected` (one value) or `accept` (a list of "
+                        "accepted values), not both")
+    elif "expected" in data:
+        if data["expected"] is None:
+            problems.append(f"{where}.expected: null is not a value to expect; leave "
+                            "`expected` out to compare with the solution's value")
+        else:
+            kw["expected"] = (freeze(data["expected"]),)
+    elif "accept" in data:
+        if isinstance(data["accept"], list) and data["accept"] and None not in data["accept"]:
+            kw["expected"] = tuple(freeze(v) for v in data["accept"])
+        else:
+            problems.append(f"{where}.accept: expected a non-empty list of accepted values")
     if "ignore_order" in data:
         kw["ignore_order"] = bool(data["ignore_order"])
     if "hidden" in data:
@@ -213,6 +309,25 @@ def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
         if not 0 < ch.timeout_s <= MAX_TEST_TIMEOUT_S:
             problems.append(f"{where}.timeout_s: must be more than 0 and at most "
                             f"{MAX_TEST_TIMEOUT_S:g} seconds")
+    if ch.type == "value" and not ch.expression.strip():
+        problems.append(f"{where}: a value check needs `expression` (evaluated in the "
+                        "student's kernel, e.g. `nrow(sales_clean)` or "
+                        "`df[\"region\"].nunique()`)")
+    if ch.type == "printed":
+        if bool(ch.pattern) == (ch.number is not None):
+            problems.append(f"{where}: a printed check needs `pattern` (a regular "
+                            "expression) or `number`, one of the two")
+        if ch.pattern:
+            try:
+                re.compile(ch.pattern)
+            except re.error as exc:
+                problems.append(f"{where}.pattern: not a regular expression ({exc})")
+    if ch.evidence not in EVIDENCE:
+        problems.append(f"{where}.evidence: {ch.evidence!r} is not one of "
+                        f"{', '.join(EVIDENCE)}")
+    if ch.depends_on and ch.type in ("runs", "answer"):
+        problems.append(f"{where}.depends_on: a {ch.type} check uses no other criterion's "
+                        "values")
     if ch.min_words < 1:
         problems.append(f"{where}: min_words must be >= 1")
 
@@ -224,12 +339,17 @@ def check_to_dict(ch: Check) -> dict[str, Any]:
     out: dict[str, Any] = {"type": ch.type}
     for name in CHECK_FIELDS:
         value = getattr(ch, name)
-        if value != getattr(_CHECK_DEFAULTS, name):
-            out[name] = (
-                dict(value)
-                if name == "partial"
-                else (list(value) if isinstance(value, tuple) else value)
-            )
+        if value == getattr(_CHECK_DEFAULTS, name):
+            continue
+        if name == "expected":
+            if len(value) == 1:
+                out["expected"] = thaw(value[0])
+            else:
+                out["accept"] = [thaw(v) for v in value]
+        elif name == "partial":
+            out[name] = dict(value)
+        else:
+            out[name] = list(value) if isinstance(value, tuple) else value
     out["weight"] = ch.weight
     return out
 

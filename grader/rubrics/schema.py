@@ -24,6 +24,7 @@ from .checks import (
     _as_tuple,
     _check,
     check_to_dict,
+    dependency_problems,
     duplicate_tests,
     version_2_features,
 )
@@ -128,6 +129,7 @@ def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
         crit = _criterion(c, i, seen, problems)
         if crit is not None:
             criteria.append(crit)
+    problems += dependency_problems((c.id, c.checks) for c in criteria)
     point_sum = sum(c.points for c in criteria)
     if criteria and total and not math.isclose(point_sum, float(total), abs_tol=1e-6):
         problems.append(
