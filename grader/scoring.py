@@ -36,7 +36,7 @@ from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
 CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2",
-               "test": "L2"}
+               "test": "L2", "value": "L2", "printed": "L2", "plot": "L2"}
 GATES = ("unlike_template",)  # flags that score a notebook 0 and send it to review
 
 
