@@ -25,9 +25,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _course_r  # noqa: E402
+import _functions  # noqa: E402
 import _nbtools as nbt  # noqa: E402
 import _retail_data  # noqa: E402
 import _retail_submissions as rs  # noqa: E402
+import _survey  # noqa: E402
 
 log = logging.getLogger("make_examples")
 
@@ -36,7 +38,8 @@ MUST_RUN_CLEAN = {"complete", "alternative", "wrong_outputs", "hardcoded", "tamp
 MUST_ERROR = {"runtime_errors", "template_only", "abs_paths", "partial"}
 
 
-def run_and_write(nb, folder: Path, name: str, kernel: str) -> int:
+def run_and_write(nb, folder: Path, name: str, kernel: str,
+                  must_error: set[str] = MUST_ERROR) -> int:
     start = time.perf_counter()
     errors = nbt.execute(nb, folder, kernel)
     nbt.write(nb, folder / "submissions" / f"{name}.ipynb")
@@ -44,7 +47,7 @@ def run_and_write(nb, folder: Path, name: str, kernel: str) -> int:
              time.perf_counter() - start)
     if name in MUST_RUN_CLEAN and errors:
         raise RuntimeError(f"{folder.name}/{name} should run cleanly but {errors} cell(s) erred")
-    if name in MUST_ERROR and not errors:
+    if name in must_error and not errors:
         raise RuntimeError(f"{folder.name}/{name} should show errors but ran cleanly")
     return errors
 
@@ -62,6 +65,36 @@ def retail(folder: Path) -> None:
         run_and_write(nb, folder, name, "python3")
 
 
+def functions(folder: Path) -> None:
+    log.info("py-functions")
+    _functions.write_data(folder / "data")
+    nbt.write(_functions.template(), folder / "template.ipynb")
+    solution = _functions.solution()
+    if nbt.execute(solution, folder, "python3"):
+        raise RuntimeError("the py-functions solution does not run cleanly")
+    nbt.write(solution, folder / "solution.ipynb")
+    for name, (nb, ran) in _functions.submissions().items():
+        if ran:
+            # partial leaves Questions 3 to 5 as the template has them: nothing errs
+            run_and_write(nb, folder, name, "python3", must_error={"template_only"})
+        else:  # submitted without running it: no outputs, no execution counts
+            nbt.clear_outputs(nb)
+            nbt.write(nb, folder / "submissions" / f"{name}.ipynb")
+
+
+def survey(folder: Path) -> None:
+    log.info("r-sleep-survey")
+    _survey.write_data(folder / "data")
+    nbt.write(_survey.template(folder), folder / "template.ipynb")
+    solution = _survey.solution(folder)
+    if nbt.execute(solution, folder, "ir"):
+        raise RuntimeError("the r-sleep-survey solution does not run cleanly")
+    nbt.write(solution, folder / "solution.ipynb")
+    for name, nb in _survey.submissions(folder).items():
+        # every submission runs; the template's cells are comments, so nothing errs
+        run_and_write(nb, folder, name, "ir", must_error=set())
+
+
 def course_r(folder: Path, derive) -> None:
     log.info(folder.name)
     for name, nb in derive(folder).items():
@@ -72,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     jobs = {
         "retail-sales": lambda: retail(HERE / "retail-sales"),
+        "py-functions": lambda: functions(HERE / "py-functions"),
+        "r-sleep-survey": lambda: survey(HERE / "r-sleep-survey"),
         "r-joins": lambda: course_r(HERE / "r-joins", _course_r.joins),
         "r-strings-dates": lambda: course_r(HERE / "r-strings-dates", _course_r.strings_dates),
     }

@@ -41,7 +41,7 @@ def _grade_sample(sample: str, *, execute: bool = True, llm: bool = True):
 @pytest.mark.slow
 def test_upload_grades_good_files_and_names_the_bad_one(app_data):
     at = open_app(PAGE)
-    assert at.selectbox(key="grade_assignment").value == "r-joins"  # first bundled, sorted
+    assert at.selectbox(key="grade_assignment").value == "py-functions"  # first, sorted
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     good = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
     at.file_uploader(key="grade_files_0").set_value(
