@@ -24,12 +24,22 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
    lecture's notebook, which earns points for calling the same functions) scores 0
    on every criterion and goes to review; each reason says what the checks gave,
    so the instructor who finds it is the right notebook knows what to restore.
+5. Consequential errors are charged once. A check that names criteria in
+   ``depends_on`` (transitively: their own ``depends_on`` too), when one of them
+   failed (a check of it ran and scored below 1), is judged on its method only:
+   an output check keeps its type, shape and columns (``method_score``), and
+   value, test and printed checks, and output checks of values alone, are not
+   charged (the criterion's other checks scale up, as in 3b). The reason says
+   which upstream criterion is charged instead. Only a check that saw the
+   student's own result is relieved (work left undone is charged); one that met
+   its target is left as it is; without ``depends_on`` nothing changes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 from .rubrics.checks import Check
 from .rubrics.schema import Criterion, Rubric
@@ -51,12 +61,19 @@ def _find(results: list[CheckResult], crit: Criterion, check: Check) -> CheckRes
     )
 
 
-def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> CriterionResult:
+CHARGED_ONCE = ("value", "test", "printed")  # value comparisons only: no method part
+
+
+def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
+                    failed_upstream: Callable[[Check], list[str]] | None = None
+                    ) -> CriterionResult:
+    """Rules 1-3b for one criterion; ``failed_upstream(check)``: the criteria a check
+    depends on (transitively) that failed (rule 5)."""
     l1 = layers.get("L1")
     hardcoded = set(l1.details.get("hardcoded", ())) if l1 is not None else set()
     all_checks = [c for lr in layers.values() for c in lr.checks]
     out = CriterionResult(crit.id, crit.title, crit.kind, crit.points, 0.0)
-    fraction = charged = 0.0
+    fraction = charged = relieved = 0.0
     for check in crit.checks:
         layer = CHECK_LAYER[check.type]
         res = _find(all_checks, crit, check)
@@ -76,6 +93,13 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
                 message=f"{res.message}; scored 0: {check.variable} is hard-coded, not computed")
         if check.hidden and not res.hidden:  # the rubric's word, whichever layer evaluated it
             res = dataclasses.replace(res, hidden=True)
+        upstream = failed_upstream(check) if failed_upstream and check.depends_on else []
+        if upstream and res.status == "ok" and res.score < 1 and res.evidence:
+            res, uncharged = _charged_once(res, upstream)
+            if uncharged:
+                out.checks.append(res)
+                relieved += check.weight
+                continue  # rule 5: the slip was charged upstream
         if res.status != "ok":
             out.needs_review = True
             out.review_reasons.append(f"{check.type} {check.target}: {res.message}")
@@ -85,9 +109,70 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult]) -> Criterio
         charged += check.weight
         fraction += check.weight * min(1.0, max(0.0, res.score))
     if charged and charged < sum(ch.weight for ch in crit.checks):
-        fraction /= charged  # rule 3b: the other checks' weights scaled to add up to 1
+        fraction /= charged  # rules 3b, 5: the other checks' weights scaled to add up to 1
+    elif relieved and not charged:
+        out.needs_review = True
+        out.review_reasons.append("every check compares values that follow from a criterion "
+                                  "that failed upstream: nothing is left to judge the method by")
     out.points = round(min(crit.points, max(0.0, crit.points * fraction)), 4)
     return out
+
+
+def _charged_once(res: CheckResult, upstream: list[str]) -> tuple[CheckResult, bool]:
+    """Rule 5: a check whose values follow from failed criteria. An output check keeps
+    its method part (type, shape, columns); value, test and printed checks are not
+    charged. Returns the result as reported, and whether it is left out."""
+    names = ", ".join(f"`{u}`" for u in upstream)
+    if res.check == "output" and res.method_score is not None:
+        return dataclasses.replace(res, score=res.method_score, message=(
+            f"{res.message}; charged once: {names} failed upstream, so the values are not "
+            "charged again, only the method (type, shape, columns)")), False
+    if res.check == "output" or res.check in CHARGED_ONCE:
+        return dataclasses.replace(res, message=(
+            f"{res.message}; not charged: its values follow from {names}, which failed "
+            "upstream and is charged there")), True
+    return res, False
+
+
+def failed_criteria(results: list[CriterionResult]) -> set[str]:
+    """Criteria whose own evidence fell short: a check that ran and scored below 1."""
+    return {c.id for c in results
+            if any(r.status == "ok" and r.score < 1 for r in c.checks)}
+
+
+def upstream_of(rubric: Rubric) -> Callable[[Check], set[str]]:
+    """A check's ``depends_on`` criteria and theirs, transitively (the rubric refuses
+    cycles)."""
+    deps = {c.id: {d for ch in c.checks for d in ch.depends_on} for c in rubric.criteria}
+
+    def closure(check: Check) -> set[str]:
+        seen: set[str] = set()
+        todo = list(check.depends_on)
+        while todo:
+            d = todo.pop()
+            if d not in seen:
+                seen.add(d)
+                todo.extend(deps.get(d, ()))
+        return seen
+
+    return closure
+
+
+def score_criteria(rubric: Rubric, layers: dict[str, LayerResult]) -> list[CriterionResult]:
+    """Every criterion by rules 1-3b, then rule 5 for the checks that depend on a
+    criterion that failed."""
+    first = [score_criterion(c, layers) for c in rubric.criteria]
+    if not any(ch.depends_on for c in rubric.criteria for ch in c.checks):
+        return first
+    failed = failed_criteria(first)
+    closure = upstream_of(rubric)
+
+    def failed_upstream(check: Check) -> list[str]:
+        return sorted(closure(check) & failed)
+
+    return [score_criterion(c, layers, failed_upstream)
+            if any(ch.depends_on for ch in c.checks) else r
+            for c, r in zip(rubric.criteria, first, strict=True)]
 
 
 UNSTABLE_SPREAD = 1 / 3  # code: share of samples off the majority; written: max - min score
@@ -172,7 +257,7 @@ def build_report(
     display_name: str = "",
 ) -> GradeReport:
     flags = [f for lr in layers.values() for f in lr.flags]
-    criteria = [score_criterion(c, layers) for c in rubric.criteria]
+    criteria = score_criteria(rubric, layers)
     injected = any(f.code == "prompt_injection" for f in flags)
     for crit in criteria:
         reconcile(crit, layers, injected)

@@ -109,6 +109,10 @@ class CheckResult:
     evidence: tuple[Evidence, ...] = ()
     status: CheckStatus = "ok"
     hidden: bool = False
+    # output checks: the share of the method aspects (type, shape, columns) met, on
+    # their own; None when the check compares values only. Scoring uses it when an
+    # upstream slip is charged once (``depends_on``).
+    method_score: float | None = None
 
 
 @dataclass(slots=True)

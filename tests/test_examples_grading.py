@@ -19,7 +19,7 @@ from grader.types import GradeReport
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-NAMES = ["retail-sales", "r-joins", "r-strings-dates"]
+NAMES = ["retail-sales", "r-joins", "r-strings-dates", "py-functions", "r-sleep-survey"]
 
 
 def marks(name: str) -> list[pytest.MarkDecorator]:

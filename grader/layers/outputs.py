@@ -32,7 +32,9 @@ from ..sandbox.execution import (
 from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 from .compare import compare_variables
+from .printed import no_outputs_flag, score_printed
 from .tests import instructor_tests, score_test
+from .values import inspected_names, score_value
 
 # Failures of the environment, not of the student: a package the machine lacks.
 _MISSING_PACKAGE = re.compile(r"(ModuleNotFoundError|there is no package called)", re.IGNORECASE)
@@ -56,6 +58,7 @@ def environment_error(error: str, data_names: set[str]) -> bool:
 
 
 _WS = re.compile(r"\s+")
+VALUE_ASPECTS = ("values", "rows")  # what a slip upstream changes; the rest is method
 
 
 def _limits(ctx: SubmissionContext) -> ExecLimits:
@@ -75,7 +78,7 @@ def solution_run(actx: AssignmentContext, limits: ExecLimits) -> ExecutionResult
         if run is None:
             a = actx.assignment
             run = execute_notebook(
-                actx.solution_raw, a.language, a.data_files(), a.rubric.output_variables(), limits,
+                actx.solution_raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
                 tests=instructor_tests(a.rubric),
             )
             actx.cache["solution_run"] = run
@@ -111,7 +114,7 @@ class OutputLayer(Layer):
             else:
                 a = ctx.assignment.assignment
                 run = execute_notebook(
-                    ctx.raw, a.language, a.data_files(), a.rubric.output_variables(), limits,
+                    ctx.raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
                     tests=instructor_tests(a.rubric),
                 )
                 result.notes.extend(run.notes)
@@ -129,6 +132,13 @@ class OutputLayer(Layer):
                                                                      reason)))
                 elif check.type == "test":
                     result.checks.append(score_test(crit, check, run, sol, reason))
+                elif check.type == "value":
+                    result.checks.append(score_value(crit, check, run, sol, reason))
+                elif check.type in ("printed", "plot"):
+                    result.checks.append(score_printed(crit, check, ctx.assignment.rubric,
+                                                       ctx.match, run, reason))
+        if (unrun := no_outputs_flag(ctx.match, ctx.submission)) is not None:
+            result.flags.append(unrun)
         if run is not None and run.tampering:  # static findings count even if the run failed
             shown = "; ".join(t.text for t in run.tampering[:3])
             result.flags.append(Flag(
@@ -161,9 +171,9 @@ class OutputLayer(Layer):
                 elif check.type == "output":
                     result.checks.append(_marked(check, _zero(
                         crit, check, f"no code of the student's own computes {check.variable}")))
-                elif check.type == "test":
+                elif check.type in ("test", "value", "printed", "plot"):
                     result.checks.append(CheckResult(
-                        crit.id, "test", check.name, 0.0, check.weight, "L2",
+                        crit.id, check.type, check.target, 0.0, check.weight, "L2",
                         "not run: the notebook has no code of the student's own",
                         hidden=check.hidden))
         return result
@@ -260,8 +270,12 @@ class OutputLayer(Layer):
         score = sum(weights.get(a, 0.0) for a, (ok, _) in aspects.items() if ok)
         parts = [f"{a}: {'ok' if ok else msg}" for a, (ok, msg) in aspects.items()]
         ev = (Evidence(None, None, f"{var}: type {got.type}, shape {got.shape}"),)
+        method = {a: weights.get(a, 0.0) for a in aspects if a not in VALUE_ASPECTS}
+        method_score = (sum(w for a, w in method.items() if aspects[a][0]) / sum(method.values())
+                        if sum(method.values()) > 0 else None)
         return CheckResult(
-            crit.id, "output", var, min(1.0, score), check.weight, "L2", "; ".join(parts), ev
+            crit.id, "output", var, min(1.0, score), check.weight, "L2", "; ".join(parts), ev,
+            method_score=method_score,
         )
 
     @staticmethod

@@ -246,7 +246,10 @@ def build_letter(report: GradeReport, rubric: Rubric | None = None,
         return _unlike_letter(assignment, student)
     places = Places(notebook)
     criteria = _ordered(report, rubric)
-    values = [c.max_points for c in criteria] + [report.max_score]
+    # The points as awarded too: integer rubric points with fractional check weights
+    # give 16.5, which must not read as 16.
+    values = [c.max_points for c in criteria] + [report.max_score, report.score or 0.0]
+    values += [c.points for c in criteria]
     if rubric is not None:
         values += [c.points for c in rubric.criteria] + [rubric.total_points]
     decimals = point_decimals(values)

@@ -20,6 +20,7 @@ from .outputs import read_output
 from .reading import Context, Reading
 from .tests import read_test
 from .text import Code, Quote, codes, cut, phrase, plural
+from .values import read_plot, read_printed, read_value
 
 MAX_ERRORS_QUOTED = 2
 
@@ -37,7 +38,8 @@ def read_check(ch: CheckResult, ctx: Context) -> Reading:
     if ch.status != "ok":
         return Reading(unchecked=True)
     reader = {"calls": _names, "assigns": _names, "output": read_output, "runs": _runs,
-              "answer": _answer, "test": read_test}.get(ch.check)
+              "answer": _answer, "test": read_test, "value": read_value,
+              "printed": read_printed, "plot": read_plot}.get(ch.check)
     return reader(ch, ctx) if reader is not None else _other(ch, ctx)
 
 

@@ -106,11 +106,20 @@ class FrozenObject(tuple):  # type: ignore[type-arg]
 def freeze(value: Any) -> Any:
     """A JSON value with its lists as tuples and objects as ``FrozenObject`` (a check
     stays hashable)."""
+    if isinstance(value, FrozenObject):
+        return value  # frozen already
     if isinstance(value, dict):
         return FrozenObject(sorted((str(k), freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
     return value
+
+
+def show_value(value: Any, limit: int = 120) -> str:
+    """A value (an expected one, or one a notebook gave) as the instructor would write
+    it, short."""
+    text = repr(thaw(value) if isinstance(value, tuple) else value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def thaw(value: Any) -> Any:

@@ -96,6 +96,11 @@ class Rubric:
             {ch.variable for c in self.criteria for ch in c.checks if ch.type == "output"}
         )
 
+    def value_expressions(self) -> list[str]:
+        """The ``value`` checks' expressions, each once, in rubric order."""
+        return list(dict.fromkeys(ch.expression.strip() for c in self.criteria
+                                  for ch in c.checks if ch.type == "value"))
+
 
 # -- parsing and validation ---------------------------------------------------------
 def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:

@@ -5,6 +5,10 @@ more cell in the student's kernel after their last cell, prints exactly one line
 ``marker`` followed by a JSON array with one object per name (the fields of
 ``VariableSummary``, below). Each variable is summarised on its own, so a
 variable that cannot be inspected carries an ``error`` and never breaks the others.
+A name that starts with ``=`` is an instructor's expression (``value`` checks:
+``=nrow(sales_clean)``): it is evaluated in the kernel's global namespace and its
+value summarised like a variable's; one that fails gives ``exists`` false and the
+error it raised.
 
 Conventions shared by both languages, so that summaries compare:
 - frames: ``values`` is a list of rows (cells JSON-safe; missing values are null),
@@ -37,6 +41,14 @@ _BODY = r"""(?P<q>["'])(?P<body>(?:\\.|(?!(?P=q))[^\\\n])*)(?P=q)"""
 _STRING = re.compile(r"(?P<raw>\b[rR])?" + _BODY)
 _CHDIR = re.compile(r"(?:\bsetwd|\bchdir)\s*\(\s*(?P<raw>[rR])?" + _BODY)
 _CD_MAGIC = re.compile(r"^\s*%cd\s+(?P<q>[\"']?)(?P<body>[^\"'\n]+)(?P=q)\s*$", re.MULTILINE)
+
+EXPRESSION = "="  # the prefix of an expression among the names to inspect
+
+
+def expression_key(expression: str) -> str:
+    """The name under which an expression's value is inspected and reported."""
+    return EXPRESSION + expression.strip()
+
 
 @dataclass(frozen=True)
 class VariableSummary:
@@ -177,6 +189,18 @@ def __grader_inspect__(names, marker, max_cells, head_n):
     out = []
     for name in names:
         try:
+            if name.startswith("="):  # an instructor's expression, evaluated here
+                try:
+                    value = eval(compile(name[1:], "<expression>", "eval"), user)
+                except Exception as exc:
+                    out.append({"name": name, "exists": False,
+                                "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                s = summarise(value)
+                s.update(name=name, exists=True)
+                json.dumps(s, default=str)
+                out.append(s)
+                continue
             if name not in user:
                 out.append({"name": name, "exists": False})
                 continue
@@ -220,9 +244,17 @@ local({
     unname(as.vector(v))
   }
   .one <- function(name) {
-    if (!exists(name, envir = globalenv(), inherits = FALSE))
-      return(list(name = name, exists = FALSE))
-    x <- get(name, envir = globalenv(), inherits = FALSE)
+    if (startsWith(name, "=")) {  # an instructor's expression, evaluated here
+      x <- tryCatch(eval(parse(text = substring(name, 2)), envir = globalenv()),
+                    error = function(e) structure(list(conditionMessage(e)),
+                                                  class = ".grader_failed"))
+      if (inherits(x, ".grader_failed"))
+        return(list(name = name, exists = FALSE, error = paste("Error:", x[[1]])))
+    } else {
+      if (!exists(name, envir = globalenv(), inherits = FALSE))
+        return(list(name = name, exists = FALSE))
+      x <- get(name, envir = globalenv(), inherits = FALSE)
+    }
     s <- list(name = name, exists = TRUE, type = class(x)[1])
     if (is.data.frame(x)) {
       s$type <- if (inherits(x, "tbl_df")) "tbl_df" else "data.frame"

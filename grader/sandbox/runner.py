@@ -128,7 +128,10 @@ def first_error(outputs: list[dict[str, Any]]) -> str:
 
 def kernel_environment(work: Path) -> dict[str, str]:
     home = work / "home"
-    env = {"HOME": str(home), "TMPDIR": "/tmp", "MPLBACKEND": "Agg",
+    # The inline backend draws figures into the cell's outputs (image/png), as the
+    # student's Jupyter did: no display needed, and a plot check can see them.
+    env = {"HOME": str(home), "TMPDIR": "/tmp",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
            "JUPYTER_RUNTIME_DIR": str(work / "runtime"), "XDG_RUNTIME_DIR": str(work / "runtime"),
            "R_LIBS_USER": os.environ.get("R_LIBS_USER") or str(home / "R"),
            "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
