@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from grader.assignment import Assignment, load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rubrics.checks import ASPECTS, Check
+from grader.rubrics.checks import ASPECTS, EVIDENCE, Check, freeze
 from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,
@@ -63,7 +64,8 @@ def where(result) -> set[tuple[str, tuple[int, ...], str]]:
 
 
 # -- round trips --------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["retail-sales", "r-joins", "r-strings-dates"])
+@pytest.mark.parametrize("name", ["retail-sales", "r-joins", "r-strings-dates", "py-functions",
+                                  "r-sleep-survey"])
 def test_bundled_rubrics_round_trip_exactly(name):
     r = load_rubric(REPO / "rubrics" / f"{name}.json")
     result = rubric_from_rows(*through_frames(*rows_from_rubric(r)), r)
@@ -95,15 +97,37 @@ ENTRY = st.one_of(NAME, st.lists(NAME.map(str.strip).filter(bool), min_size=2, m
                   .map(" | ".join))
 
 
+# JSON values an instructor may expect (schema version 2 value checks)
+JSON = st.recursive(st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False,
+                                                                     allow_infinity=False),
+                              TEXT, st.booleans()),
+                    lambda inner: st.lists(inner, max_size=3), max_leaves=5)
+
+
 @st.composite
-def checks_for(draw, kind: str) -> tuple[Check, ...]:
-    types = ["assigns", "calls", "output", "runs"] if kind == "code" else ["answer"]
+def checks_for(draw, kind: str, earlier: tuple[str, ...] = ()) -> tuple[Check, ...]:
+    types = (["assigns", "calls", "output", "runs", "value", "printed", "plot"]
+             if kind == "code" else ["answer"])
     n = draw(st.integers(1, 3))
     out = []
     for _ in range(n):
         t = draw(st.sampled_from(types))
         kw: dict = {}
-        if t == "assigns":
+        if t in ("value", "printed", "plot", "output") and earlier and draw(st.booleans()):
+            kw["depends_on"] = tuple(draw(st.lists(st.sampled_from(earlier), min_size=1,
+                                                   max_size=2, unique=True)))
+        if t == "value":
+            kw.update(expression=draw(TEXT.filter(str.strip)),
+                      expected=tuple(freeze(v) for v in draw(st.lists(JSON, max_size=3))))
+        elif t == "printed":
+            if draw(st.booleans()):
+                kw["pattern"] = re.escape(draw(TEXT.filter(bool)))
+            else:
+                kw["number"] = draw(st.floats(-1e6, 1e6))
+            kw.update(question=draw(TEXT), evidence=draw(st.sampled_from(EVIDENCE)))
+        elif t == "plot":
+            kw.update(question=draw(TEXT), evidence=draw(st.sampled_from(EVIDENCE)))
+        elif t == "assigns":
             kw["names"] = tuple(draw(st.lists(ENTRY, min_size=1, max_size=3)))
         elif t == "calls":
             kw["functions"] = tuple(draw(st.lists(ENTRY, min_size=1, max_size=3)))
@@ -129,10 +153,10 @@ def checks_for(draw, kind: str) -> tuple[Check, ...]:
 def rubrics(draw) -> Rubric:
     ids = draw(st.lists(IDS, min_size=1, max_size=4, unique=True))
     criteria = []
-    for cid in ids:
+    for i, cid in enumerate(ids):
         kind = draw(st.sampled_from(["code", "written"]))
         criteria.append(Criterion(
-            cid, draw(TEXT), kind, draw(st.floats(0, 50)), draw(checks_for(kind)),
+            cid, draw(TEXT), kind, draw(st.floats(0, 50)), draw(checks_for(kind, ids[:i])),
             task=draw(TEXT), description=draw(TEXT), expectations=draw(TEXT)))
     if not any(c.points for c in criteria):  # total_points must be positive
         criteria[0] = dataclasses.replace(criteria[0], points=1.0)
@@ -399,3 +423,45 @@ def test_a_changed_output_check_runs_layer_2_again(tmp_path):
     assert rows["student001"].delta == 0
     assert not rows["student001"].moves
     assert p.rows[0].name == "student002"
+
+
+# -- schema version 2 checks in the tables -------------------------------------------------
+def functions() -> Rubric:
+    return load_rubric(REPO / "rubrics" / "py-functions.json")
+
+
+def row_of(r: Rubric, ctype: str) -> int:
+    _, checks = rows_from_rubric(r)
+    return next(i for i, c in enumerate(checks) if c["type"] == ctype)
+
+
+@pytest.mark.parametrize(("ctype", "values", "field", "says"), [
+    ("value", {"options": "expected=[1.5, 2.5"}, "options", "not a JSON value"),
+    ("value", {"options": "accept=57"}, "options", "[list]"),
+    ("value", {"options": "expected=1; accept=[1, 2]"}, "options", "not both"),
+    ("value", {"target": ""}, "target", "needs `expression`"),
+    ("printed", {"target": "Busiest (station"}, "target", "not a regular expression"),
+    ("printed", {"options": "question=Question 4; evidence=memory"}, "options",
+     "not one of both, stored, rerun"),
+    ("plot", {"options": "depends_on=nowhere"}, "options", "not a criterion"),
+])
+def test_version_2_fields_are_checked_inline(ctype, values, field, says):
+    r = functions()
+    result = edit(r, chk={row_of(r, ctype): values})
+    assert not result.ok
+    problems = [p for p in result.errors if p.field == field and p.rows == (row_of(r, ctype),)]
+    assert any(says in p.message for p in problems), [str(p) for p in result.problems]
+
+
+def test_a_value_check_edited_to_accept_two_values_and_a_printed_number():
+    r = functions()
+    result = edit(r, chk={row_of(r, "value"): {"options": "accept=[[1.5, 2.5, 3.5], [1.5, 2.5]]"},
+                          row_of(r, "printed"): {"target": "", "options":
+                                                 "number=4172; atol=0.5; question=Question 4"}})
+    assert result.ok, [str(p) for p in result.problems]
+    value = next(ch for c in result.rubric.criteria for ch in c.checks if ch.type == "value")
+    assert value.expected == ((1.5, 2.5, 3.5), (1.5, 2.5))
+    printed = next(ch for c in result.rubric.criteria for ch in c.checks if ch.type == "printed")
+    assert (printed.pattern, printed.number, printed.atol) == ("", 4172.0, 0.5)
+    again = rubric_from_rows(*through_frames(*rows_from_rubric(result.rubric)), result.rubric)
+    assert again.rubric == result.rubric

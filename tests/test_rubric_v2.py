@@ -197,3 +197,29 @@ def test_a_half_written_group_is_an_error_on_its_row_and_field():
     assert result.rubric is None
     assert [(p.table, p.rows, p.field) for p in result.errors] == [("checks", (row,), "target")]
     assert "needs a name on each side of `|`" in str(result.errors[0])
+
+
+def _two(checks_a: list[dict], checks_b: list[dict]) -> dict:
+    return {"schema_version": 2, "title": "t", "language": "python", "total_points": 2,
+            "criteria": [{"id": "a", "kind": "code", "points": 1, "checks": checks_a},
+                         {"id": "b", "kind": "code", "points": 1, "checks": checks_b}]}
+
+
+def test_depends_on_names_criteria_of_the_rubric_and_never_goes_round():
+    ok = rubric_from_dict(_two([{"type": "calls", "functions": ["f"], "weight": 1}],
+                               [{"type": "value", "expression": "x", "depends_on": ["a"],
+                                 "weight": 1}]))
+    assert ok.criteria[1].checks[0].depends_on == ("a",)
+    assert "depends_on" in ok.version_2_features()
+    with pytest.raises(RubricError) as err:
+        rubric_from_dict(_two([{"type": "plot", "depends_on": ["b"], "weight": 1}],
+                              [{"type": "plot", "depends_on": ["a", "zz", "b"], "weight": 1}]))
+    problems = err.value.problems
+    assert any("check 1.depends_on: names 'zz', which is not a criterion" in p for p in problems)
+    assert any("check 1.depends_on: names the criterion itself" in p for p in problems)
+    assert any("goes round in a circle: a -> b -> a" in p for p in problems)
+    with pytest.raises(RubricError) as err:
+        rubric_from_dict(_two([{"type": "runs", "depends_on": ["b"], "weight": 1}],
+                              [{"type": "plot", "weight": 1}]))
+    assert any("a runs check uses no other criterion's values" in p
+               for p in err.value.problems)

@@ -5,7 +5,9 @@ Lists are comma-separated; options are ``key=value`` pairs separated by ``;``
 holds ``,``, ``;`` or ``"``, or starts or ends with a space, is written as a JSON
 string (``"Your answer, here"``), so every value survives the round trip exactly: a
 test's code of several lines is one JSON string (``code="x = f(2)\\nassert x == 4"``).
-Parsers raise ValueError with a message fit for the instructor.
+A value check's expected value is JSON (``expected=57``, ``expected=[1.5, 2.5]``);
+several accepted values are ``accept=[57, 58]``. A printed check's number is
+``number=57.3``. Parsers raise ValueError with a message fit for the instructor.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import json
 import math
 from typing import Any
 
-from .checks import CHECK_FIELDS, Check
+from .checks import CHECK_FIELDS, Check, thaw
 
-__all__ = ["TARGET_FIELD", "finite", "format_options", "format_target", "format_value",
-           "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]
+__all__ = ["OPTION_NAMES", "TARGET_FIELD", "finite", "format_options", "format_target",
+           "format_value", "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]
 
 # The field each check type shows in the ``target`` column (runs: none).
 TARGET_FIELD = {"assigns": "names", "calls": "functions", "output": "variable",
-                "answer": "question", "test": "name"}
+                "answer": "question", "test": "name", "value": "expression",
+                "printed": "pattern", "plot": "question"}
+OPTION_NAMES = (*CHECK_FIELDS, "accept")  # several expected values are written as accept
 _DEFAULT = Check(type="")
 
 
@@ -68,7 +72,15 @@ def parse_list(text: str) -> tuple[str, ...]:
     return tuple(unquote(p) for p in split_outside_quotes(text, ",") if p.strip())
 
 
+def _json(value: Any) -> str:
+    return json.dumps(thaw(value), ensure_ascii=False)
+
+
 def format_value(name: str, value: Any) -> str:
+    if name == "expected":
+        return _json(value[0]) if len(value) == 1 else _json(list(value))
+    if name == "accept":
+        return _json(list(value))
     if name == "partial":
         return ", ".join(f"{quote(k)}:{v!r}" for k, v in value)
     if isinstance(value, tuple):
@@ -81,6 +93,17 @@ def format_value(name: str, value: Any) -> str:
 
 
 def parse_value(name: str, text: str) -> Any:
+    if name in ("expected", "accept"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"{text.strip()!r} is not a JSON value (a number, \"a text\", "
+                             "true, or a [list])") from None
+        if name == "accept" and not isinstance(value, list):
+            raise ValueError("accept takes a [list] of the accepted values")
+        return value
+    if name == "number":
+        return finite(text)
     default = getattr(_DEFAULT, name)
     if name == "partial":
         pairs = []
@@ -127,6 +150,13 @@ def format_target(ch: Check) -> str:
 def format_options(ch: Check) -> str:
     """The check's fields besides type, weight and target that differ from the defaults."""
     target = TARGET_FIELD.get(ch.type)
-    return "; ".join(
-        f"{name}={format_value(name, getattr(ch, name))}" for name in CHECK_FIELDS
-        if name != target and getattr(ch, name) != getattr(_DEFAULT, name))
+    if ch.type == "printed" and not ch.pattern:
+        target = None  # a printed check of a number: the pattern column stays empty
+    parts = []
+    for name in CHECK_FIELDS:
+        value = getattr(ch, name)
+        if name == target or value == getattr(_DEFAULT, name):
+            continue
+        key = "accept" if name == "expected" and len(value) > 1 else name
+        parts.append(f"{key}={format_value(key, value)}")
+    return "; ".join(parts)

@@ -167,15 +167,18 @@ def duplicate_tests(checks: Iterable[Check], where: str) -> list[str]:
 def dependency_problems(criteria: Iterable[tuple[str, Iterable[Check]]]) -> list[str]:
     """Problems of the rubric's ``depends_on`` taken together: criteria that do not
     exist, a criterion depending on itself, and cycles (each charge must have a first)."""
-    graph = {cid: {d for ch in checks for d in ch.depends_on} for cid, checks in criteria}
+    listed = [(cid, tuple(checks)) for cid, checks in criteria]
+    graph = {cid: {d for ch in checks for d in ch.depends_on} for cid, checks in listed}
     problems = []
-    for cid, deps in graph.items():
-        for d in sorted(deps):
-            if d == cid:
-                problems.append(f"criterion {cid!r}: depends_on names the criterion itself")
-            elif d not in graph:
-                problems.append(f"criterion {cid!r}: depends_on names {d!r}, which is not a "
-                                f"criterion of this rubric")
+    for cid, checks in listed:
+        for j, ch in enumerate(checks):
+            where = f"criterion {cid!r} check {j + 1}.depends_on"
+            for d in ch.depends_on:
+                if d == cid:
+                    problems.append(f"{where}: names the criterion itself")
+                elif d not in graph:
+                    problems.append(f"{where}: names {d!r}, which is not a criterion of "
+                                    "this rubric")
     state: dict[str, int] = {}  # 1: on the path, 2: done
 
     def visit(node: str, path: list[str]) -> None:

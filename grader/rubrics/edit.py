@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from ..errors import RubricError
 from .check_text import (
+    OPTION_NAMES,
     TARGET_FIELD,
     finite,
     format_options,
@@ -41,7 +42,6 @@ from .check_text import (
     parse_value,
     split_outside_quotes,
 )
-from .checks import CHECK_FIELDS
 from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict
 
 __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "EditProblem",
@@ -53,12 +53,15 @@ CRITERIA_COLUMNS = ("order", "id", "title", "kind", "points", "task", "descripti
 CHECK_COLUMNS = ("criterion", "type", "weight", "target", "options")
 # The fields each check type reads; others are kept, with a warning.
 APPLIES = {
-    "assigns": ("names",),
-    "calls": ("functions",),
-    "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial"),
+    "assigns": ("names", "depends_on"),
+    "calls": ("functions", "depends_on"),
+    "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial", "depends_on"),
     "runs": ("max_errors",),
     "answer": ("question", "min_words", "placeholders"),
-    "test": ("name", "code", "message", "timeout_s"),
+    "test": ("name", "code", "message", "timeout_s", "depends_on"),
+    "value": ("expression", "expected", "accept", "rtol", "atol", "depends_on"),
+    "printed": ("pattern", "number", "question", "evidence", "rtol", "atol", "depends_on"),
+    "plot": ("question", "evidence", "depends_on"),
 }
 ANY_CHECK = ("hidden",)  # fields every check type reads
 Table = Literal["rubric", "criteria", "checks"]
@@ -186,9 +189,9 @@ def _check_dict(row: Mapping[str, Any], i: int, label: str,
         key = key.strip()
         if not eq:
             out.add("checks", [i], "options", f"{part.strip()!r}: write key=value", label)
-        elif key not in CHECK_FIELDS:
+        elif key not in OPTION_NAMES:
             out.add("checks", [i], "options", f"unknown option {key!r} (valid: "
-                    f"{', '.join(CHECK_FIELDS)})", label)
+                    f"{', '.join(APPLIES.get(ctype, OPTION_NAMES))})", label)
         elif key == target_field:
             out.add("checks", [i], "options", f"give {key} in the target column", label)
         elif key in data:
