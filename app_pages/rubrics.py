@@ -63,12 +63,17 @@ CHECKS_CONFIG = {
         "weight", help="Share of the criterion's points; a criterion's weights add up to 1.",
         min_value=0.0, max_value=1.0),
     "target": st.column_config.TextColumn(
-        "target", help="assigns: variable names, calls: function names (comma-separated); "
-        "output: the variable; answer: the question's text; runs: none."),
+        "target", help="assigns: variable names, calls: function names (comma-separated; "
+        "read_csv | read.csv accepts either); output: the variable; answer: the question's "
+        "text; test: its name; value: the expression to evaluate, e.g. nrow(sales); "
+        "printed: a regular expression (or leave empty and give number=); plot: the "
+        "question; runs: none."),
     "options": st.column_config.TextColumn(
         "options", width="large",
         help="Other fields as key=value; key=value, e.g. compare=type, shape; "
-        "partial=type:0.5, shape:0.5; min_words=25; max_errors=1 (docs/rubric-format.md)."),
+        "partial=type:0.5, shape:0.5; min_words=25; max_errors=1; expected=178 or "
+        "accept=[178, 180]; number=57.3; atol=0.05; question=Question 4; evidence=both, "
+        "stored or rerun; depends_on=load-data; hidden=true (docs/rubric-format.md)."),
 }
 
 

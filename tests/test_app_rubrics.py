@@ -244,3 +244,33 @@ def test_another_assignment_gets_its_own_title_and_placeholders(app_data):
     at.switch_page("app_pages/rubrics.py")
     at.run()
     assert at.selectbox(key="rubrics_assignment").value == "r-joins"  # kept across pages
+
+
+def test_a_version_2_rubric_is_edited_and_saved_in_the_page(app_data):
+    at = page("py-functions")
+    rows = at.data_editor(key=k(at, "checks")).value
+    types = list(rows["type"])
+    value_row, printed_row = types.index("value"), types.index("printed")
+    assert rows["target"][value_row] == '"moving_average([1, 2, 3, 4], 2)"'
+    at.session_state[k(at, "checks")] = edits(edited_rows={
+        value_row: {"options": "accept=[[1.5, 2.5, 3.5], [1.5, 2.5]]"},
+        printed_row: {"options": "question=Question 4; evidence=rerun; depends_on=nowhere"}})
+    at.run()
+    assert not at.exception
+    assert any("names 'nowhere'" in e.value for e in at.error)  # inline, on its row
+    assert at.button(key="rubrics_save").disabled
+    at.session_state[k(at, "checks")] = edits(edited_rows={
+        value_row: {"options": "accept=[[1.5, 2.5, 3.5], [1.5, 2.5]]"},
+        printed_row: {"options": "question=Question 4; evidence=rerun"}})
+    at.run()
+    assert not at.exception
+    assert not at.error
+    at.button(key="rubrics_save").click().run()
+    assert not at.exception
+    saved = in_force(app_data, "py-functions")
+    checks = {ch.type: ch for c in saved.criteria for ch in c.checks if ch.type != "test"}
+    (edited,) = [ch for c in saved.criteria for ch in c.checks
+                 if ch.type == "value" and ch.expression.startswith("moving_average")]
+    assert edited.expected == ((1.5, 2.5, 3.5), (1.5, 2.5))
+    assert (checks["printed"].evidence, checks["printed"].depends_on) == ("rerun", ())
+    assert saved.schema_version == 2
