@@ -71,13 +71,13 @@ def nb(cells: list, name: str = "sub.ipynb"):
     return load_notebook(nbformat.writes(node).encode(), name)
 
 
-def run_l1(cells: list):
+def run_l1(cells: list, solution: list | None = None):
     template = nb(TEMPLATE, "template.ipynb")
     sub = nb(cells)
     actx = AssignmentContext(
         Assignment("demo", None, RUBRIC, None, None, None),  # type: ignore[arg-type]
         template,
-        template,
+        template if solution is None else nb(solution, "solution.ipynb"),
         None,
     )
     match = match_template(template, sub, RUBRIC.all_placeholders)
@@ -164,6 +164,19 @@ def test_hardcoded_output_is_flagged():
     assert "hardcoded_output" in {f.code for f in result.flags}
 
 
+def test_a_literal_the_solution_writes_too_is_not_hard_coding():
+    cells = [c.copy() for c in TEMPLATE]
+    cells[3] = new_code_cell("total = 1234.5")
+    key = [c.copy() for c in TEMPLATE]
+    key[3] = new_code_cell("total = 1234.5  # the figure the sales team gave us")
+    result, _ = run_l1(cells, solution=key)
+    assert result.details["hardcoded"] == []
+    assert "hardcoded_output" not in {f.code for f in result.flags}
+    key[3] = new_code_cell("total = 1000\ntotal = orders['revenue'].sum()")  # computed last
+    result, _ = run_l1(cells, solution=key)
+    assert result.details["hardcoded"] == ["total"]
+
+
 def test_statement_begun_by_the_template_and_completed_by_the_student_counts():
     from grader.analysis.template import CellOrigin
     from grader.layers.structure import student_facts
@@ -232,3 +245,24 @@ def test_layer_1_counts_an_answer_written_as_comments_in_a_code_cell(code, point
     if points:
         assert q1.evidence[0].cell_id == sub.cells[6].id
         assert q1.evidence[0].line == 1
+
+
+def test_a_function_whose_def_line_the_template_gives_is_the_students_once_the_body_is():
+    from grader.layers.structure import student_facts
+
+    header = "def clean(values):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+    template = nb([new_markdown_cell("## Task 1"), new_code_cell(header)], "t.ipynb")
+
+    def facts(source: str):
+        sub = nb([new_markdown_cell("## Task 1"), new_code_cell(source)])
+        (origin,) = [o for o in match_template(template, sub, ()).origins
+                     if o.cell.kind == "code"]
+        return origin, student_facts(origin, "python")
+
+    origin, done = facts("def clean(values):\n    kept = [v for v in values if v]\n"
+                         "    return sorted(kept)")
+    assert {s.name for s in done.assigned} >= {"clean", "kept"}
+    assert "sorted" in {s.name for s in done.calls}
+    assert origin.student_lines  # the body is the student's code
+    _, untouched = facts(header)
+    assert not untouched.assigned  # the template's own stub earns nothing

@@ -23,6 +23,9 @@ from .base import Layer, SubmissionContext
 
 # A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
 _OPEN_END = re.compile(r"(<<-|<-|=|\(|\[|\{|,|%[^%\s]*%|\|>|\+|-|\*|/|\\)\s*$")
+# A Python function header the template gives (``def f(x):``) with the body left to the
+# student: the function is the student's once the body is.
+_DEF_HEADER = re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\(.*:\s*$")
 
 
 def _evidence(sym: Symbol, cell_id: str) -> Evidence:
@@ -34,8 +37,8 @@ def student_facts(origin: CellOrigin, language: str) -> CodeFacts:
 
     The cell is analysed whole (statements span lines); a symbol counts when
     its line is the student's, or when the template began the statement on
-    that line and left it open (``feedback <-``, ``mutate(``) and the student
-    completed it on the lines below.
+    that line and left it open (``feedback <-``, ``mutate(``, a function's
+    ``def f(x):``) and the student completed it on the lines below.
     """
     facts = analyse(origin.cell.source, language)
     lines = strip_comments(origin.cell.source, language).splitlines()
@@ -44,7 +47,8 @@ def student_facts(origin: CellOrigin, language: str) -> CodeFacts:
     def credited(sym: Symbol) -> bool:
         if sym.line in own:
             return True
-        if sym.line > len(lines) or not _OPEN_END.search(lines[sym.line - 1]):
+        if sym.line > len(lines) or not (_OPEN_END.search(lines[sym.line - 1])
+                                         or _DEF_HEADER.match(lines[sym.line - 1])):
             return False
         nxt = next((i for i in range(sym.line + 1, len(lines) + 1) if lines[i - 1].strip()),
                    None)
@@ -149,7 +153,10 @@ class StructureLayer(Layer):
     @staticmethod
     def _hardcoded(ctx: SubmissionContext, facts: list[tuple[str, CodeFacts]]) -> dict[str, Flag]:
         flags: dict[str, Flag] = {}
+        given = _solution_literals(ctx)
         for var in ctx.assignment.rubric.output_variables():
+            if var in given:  # the key writes it as a literal too: a value to type, not compute
+                continue
             assigns = [(cid, s, f) for cid, f in facts for s in assigned(f, var)]
             if assigns and all(var in f.literal_assigned for _, _, f in assigns):
                 cid, sym, _ = assigns[-1]
@@ -159,3 +166,22 @@ class StructureLayer(Layer):
                     (Evidence(cid, sym.line, sym.text),),
                 )
         return flags
+
+
+def _solution_literals(ctx: SubmissionContext) -> frozenset[str]:
+    """Variables whose last assignment in the instructor's solution is a literal
+    (``threshold = 0.05``, ``regions <- c("North", "South")``): typing them in is the
+    task, not hard-coding a result. Read once per assignment."""
+    actx = ctx.assignment
+    with actx.lock:
+        found = actx.cache.get("solution_literals")
+        if found is None:
+            lang = actx.solution.language
+            literal: dict[str, bool] = {}
+            for cell in actx.solution.code_cells:
+                facts = analyse(cell.source, lang)
+                for name in {s.name for s in facts.assigned}:
+                    literal[name] = name in facts.literal_assigned
+            found = actx.cache["solution_literals"] = frozenset(
+                n for n, is_literal in literal.items() if is_literal)
+        return found
