@@ -4,6 +4,8 @@
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
     python -m grader check ASSIGNMENT_DIR [--no-exec] [--json] [--rubric RUBRIC.json]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
+    python -m grader import nbgrader SOURCE.ipynb --out DIR
+    python -m grader import otter STUDENT.ipynb --solution KEY.ipynb --tests TESTS/ --out DIR
 
 Before grading, ``grade`` checks the assignment itself (``check`` does only that):
 its solution and its template are graded with the rubric and the solution is run; the
@@ -47,6 +49,7 @@ from .rubrics.import_seed import import_seed_file, report_lines
 from .rubrics.schema import load_rubric, save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch
+from .service.imports import import_nbgrader_folder, import_otter_folder
 from .service.selfcheck import SelfCheck, check_assignment
 from .store.database import Store
 from .types import GradeReport
@@ -218,6 +221,27 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_assignment(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.format == "nbgrader":
+        report = import_nbgrader_folder(Path(args.source), out)
+    else:
+        if not args.solution or not args.tests:
+            print("otter: give --solution (the instructor's notebook) and --tests (the "
+                  "folder of OK-format files)", file=sys.stderr)
+            return 2
+        report = import_otter_folder(Path(args.source), Path(args.solution), Path(args.tests),
+                                     out)
+    print(f"wrote {out}: {len(report.rubric.criteria)} criteria, "
+          f"{report.rubric.total_points:g} points")
+    for row in report.rows:
+        mark = "carried" if row.carried else "NOT carried"
+        print(f"- {row.item}: {mark}" + (f" as {row.imported_as}" if row.imported_as else "")
+              + (f"; {row.todo}" if row.todo else ""))
+    print(f"check it: python -m grader check {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -259,6 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("dest")
     i.add_argument("--language", default="r", choices=["python", "r"])
     i.set_defaults(func=cmd_import)
+    n = sub.add_parser("import", help="make an assignment folder from an nbgrader source "
+                                      "notebook or otter's tests")
+    n.add_argument("format", choices=["nbgrader", "otter"])
+    n.add_argument("source", help="nbgrader: the source notebook (with solutions and hidden "
+                                  "tests); otter: the student notebook")
+    n.add_argument("--out", required=True, help="the assignment folder to write")
+    n.add_argument("--solution", help="otter: the instructor's solution notebook")
+    n.add_argument("--tests", help="otter: the folder of OK-format test files (q1.py, ...)")
+    n.set_defaults(func=cmd_import_assignment)
     a = sub.add_parser("agreement", help="compare grades with an instructor's CSV")
     a.add_argument("grades", help="JSON list from `grade --json` (or full reports)")
     a.add_argument("human", help="CSV: student_id and/or file, score (or total), criterion ids")

@@ -1,0 +1,244 @@
+"""Import an nbgrader source notebook (the instructor's version, with solutions and
+hidden tests) as our template, solution and rubric.
+
+nbgrader marks cells in ``metadata.nbgrader`` (schema version 3): ``grade`` and
+``points`` for graded cells, ``solution`` for cells students answer, ``locked`` for
+read-only cells, ``task`` for tasks graded by hand, ``grade_id`` naming each. What
+becomes of each, as nbgrader's own ``assign`` step would release it:
+
+- autograded test cells (``grade`` without ``solution``) become a code criterion of
+  their points with a ``test`` check of the cell's code; a ``### BEGIN HIDDEN TESTS``
+  / ``### END HIDDEN TESTS`` block becomes a second, ``hidden`` test (nbgrader scores
+  the cell all or nothing; here each part carries half the points, and the report
+  says so);
+- solution cells: the template gets nbgrader's stubs in place of each
+  ``### BEGIN SOLUTION`` / ``### END SOLUTION`` region (``# YOUR CODE HERE`` with
+  ``raise NotImplementedError()`` in Python, ``fail()`` in R, ``YOUR ANSWER HERE`` in
+  markdown; the whole cell when it has no markers), the solution keeps the code
+  without the markers;
+- manually graded answers (``grade`` and ``solution``): markdown ones become a written
+  criterion with an ``answer`` check of the question above them; code ones a code
+  criterion with a ``runs`` check (the code model reads it; review them);
+- tasks, locked cells' checksums and nbgrader's own configuration are not carried
+  over: the report lists each with what to do instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RubricError
+from .checks import Check
+from .import_items import RUBRICS_PAGE, ImportReport, ImportRow
+from .schema import Criterion, Rubric
+
+__all__ = ["ImportedAssignment", "import_nbgrader", "is_nbgrader"]
+
+_BEGIN_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*BEGIN SOLUTION\s*$")
+_END_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*END SOLUTION\s*$")
+_BEGIN_HIDDEN = re.compile(r"^\s*(#+|//+)?\s*BEGIN HIDDEN TESTS\s*$")
+_END_HIDDEN = re.compile(r"^\s*(#+|//+)?\s*END HIDDEN TESTS\s*$")
+STUBS = {"python": "# YOUR CODE HERE\nraise NotImplementedError()",
+         "r": "# YOUR CODE HERE\nfail() # No Answer - remove if you provide an answer"}
+TEXT_STUB = "YOUR ANSWER HERE"
+_ID = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedAssignment:
+    """What an importer made: the rubric (with the report of what became of each item),
+    and the template and solution notebooks (nbformat nodes)."""
+
+    report: ImportReport
+    template: Any
+    solution: Any
+
+
+def is_nbgrader(nb: Any) -> bool:
+    return any(isinstance(c.get("metadata", {}).get("nbgrader"), dict) for c in nb.cells)
+
+
+def _language(nb: Any) -> str:
+    spec = nb.metadata.get("kernelspec", {}) or {}
+    lang = str(spec.get("language") or nb.metadata.get("language_info", {}).get("name") or "")
+    return "r" if lang.lower() == "r" else "python"
+
+
+def _regions(source: str, begin: re.Pattern[str], end: re.Pattern[str]
+             ) -> tuple[list[str], list[list[str]]]:
+    """The lines outside ``begin``/``end`` blocks, and each block's lines."""
+    outside, blocks, inside = [], [], None
+    for line in source.splitlines():
+        if begin.match(line):
+            inside = []
+        elif end.match(line) and inside is not None:
+            blocks.append(inside)
+            inside = None
+        elif inside is not None:
+            inside.append(line)
+        else:
+            outside.append(line)
+    if inside is not None:
+        raise ValueError("a BEGIN marker has no END")
+    return outside, blocks
+
+
+def _release(source: str, stub: str) -> str:
+    """nbgrader's ClearSolutions: each solution region replaced by the stub."""
+    if not any(_BEGIN_SOLUTION.match(line) for line in source.splitlines()):
+        return stub
+    out, inside = [], False
+    for line in source.splitlines():
+        if _BEGIN_SOLUTION.match(line):
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + s for s in stub.splitlines())
+            inside = True
+        elif _END_SOLUTION.match(line):
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _solved(source: str) -> str:
+    return "\n".join(line for line in source.splitlines()
+                     if not (_BEGIN_SOLUTION.match(line) or _END_SOLUTION.match(line)))
+
+
+def _question(nb: Any, index: int) -> str:
+    """A line of the markdown cell above ``index`` that names the question (its first
+    heading or first line), as the template shows it."""
+    for cell in reversed(nb.cells[:index]):
+        if cell.cell_type != "markdown":
+            continue
+        lines = [ln.strip().lstrip("#").strip().strip("*").strip() for ln in
+                 cell.source.splitlines() if ln.strip()]
+        if lines:
+            return lines[0][:120]
+    return ""
+
+
+def _cid(raw: str, index: int, seen: set[str]) -> str:
+    base = _ID.sub("-", raw.lower()).strip("-") or f"cell-{index}"
+    cid, n = base, 2
+    while cid in seen:
+        cid, n = f"{base}-{n}", n + 1
+    seen.add(cid)
+    return cid
+
+
+def _points(meta: dict[str, Any], where: str) -> float:
+    points = meta.get("points", 0)
+    if not isinstance(points, int | float) or isinstance(points, bool) or points < 0:
+        raise RubricError(where, [f"points must be a non-negative number, not {points!r}"])
+    return float(points)
+
+
+def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAssignment:
+    """The template, solution and rubric an nbgrader source notebook stands for."""
+    lang = _language(nb)
+    template, solution = copy.deepcopy(nb), copy.deepcopy(nb)
+    criteria: list[Criterion] = []
+    rows: list[ImportRow] = []
+    seen: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if not isinstance(meta, dict):
+            continue
+        gid = str(meta.get("grade_id") or f"cell-{i}")
+        where = f"{source}: cell {i + 1} ({gid})"
+        kind = cell.cell_type
+        grade, sol, task = bool(meta.get("grade")), bool(meta.get("solution")), \
+            bool(meta.get("task"))
+        for part in (template.cells[i], solution.cells[i]):
+            part.metadata.pop("nbgrader", None)
+        if sol:
+            stub = TEXT_STUB if kind == "markdown" else STUBS[lang]
+            try:
+                template.cells[i].source = _release(cell.source, stub)
+                _regions(cell.source, _BEGIN_SOLUTION, _END_SOLUTION)
+            except ValueError as exc:
+                raise RubricError(where, [str(exc)]) from None
+            solution.cells[i].source = _solved(cell.source)
+            if kind == "code":
+                template.cells[i].outputs, template.cells[i].execution_count = [], None
+        if grade and not sol and kind == "code":
+            crit, row = _tests(cell.source, gid, _cid(gid, i, seen), _points(meta, where),
+                               _question(nb, i), where)
+            criteria.append(crit)
+            rows.append(row)
+            visible, _ = _regions(cell.source, _BEGIN_HIDDEN, _END_HIDDEN)
+            template.cells[i].source = "\n".join(visible).strip("\n")
+            template.cells[i].outputs, template.cells[i].execution_count = [], None
+        elif grade and sol:
+            criteria.append(_manual(kind, gid, _cid(gid, i, seen), _points(meta, where),
+                                    _question(nb, i)))
+            rows.append(ImportRow(f"manually graded {kind} answer {gid!r}", where, True,
+                                  f"criterion {criteria[-1].id}",
+                                  "" if kind == "markdown" else
+                                  "nbgrader grades it by hand: here it must run, and the "
+                                  "code model reads it; review these"))
+        elif task:
+            rows.append(ImportRow(f"task {gid!r} ({_points(meta, where):g} points)", where,
+                                  False, todo="a task is graded by hand across cells: add a "
+                                  f"criterion for it {RUBRICS_PAGE} (an answer or calls "
+                                  "check), or grade it by override in Review"))
+        elif meta.get("locked") and not grade:
+            rows.append(ImportRow(f"locked cell {gid!r}", where, False, todo=(
+                "nothing to do: a student's change to a given cell is flagged "
+                "(template_modified) and earns nothing, without nbgrader's checksums")))
+    if not criteria:
+        raise RubricError(source, ["no graded cells: nbgrader marks them with "
+                                   "metadata.nbgrader.grade = true and points"])
+    total = sum(c.points for c in criteria)
+    if total <= 0:
+        raise RubricError(source, ["the graded cells have no points"])
+    placeholders = (TEXT_STUB, "YOUR CODE HERE")
+    rubric = Rubric(_title(nb, source), lang, total, tuple(criteria), placeholders)
+    return ImportedAssignment(ImportReport(rubric, tuple(rows)), template, solution)
+
+
+def _title(nb: Any, source: str) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.strip().startswith("#"):
+                    return line.strip().lstrip("#").strip()
+    return source.rsplit("/", 1)[-1].removesuffix(".ipynb")
+
+
+def _tests(code: str, gid: str, cid: str, points: float, question: str,
+           where: str) -> tuple[Criterion, ImportRow]:
+    try:
+        visible, hidden = _regions(code, _BEGIN_HIDDEN, _END_HIDDEN)
+    except ValueError as exc:
+        raise RubricError(where, [str(exc)]) from None
+    shown = "\n".join(visible).strip("\n")
+    secret = "\n\n".join("\n".join(block) for block in hidden).strip("\n")
+    parts = [(name, text, hide) for name, text, hide in
+             (("tests", shown, False), ("hidden tests", secret, True)) if text.strip()]
+    if not parts:
+        raise RubricError(where, ["an autograded test cell with no code"])
+    checks = tuple(Check("test", 1 / len(parts), name=name, code=text, hidden=hide,
+                         message="" if hide else f"The tests of {gid} did not pass.")
+                   for name, text, hide in parts)
+    note = ("nbgrader scores the cell all or nothing; here its visible and hidden tests "
+            "are two checks of half the points each") if len(parts) == 2 else ""
+    crit = Criterion(cid, f"{question or gid}: tests" if question else gid, "code", points,
+                     checks, task=question,
+                     description=f"nbgrader's autograded tests {gid!r}.")
+    row = ImportRow(f"autograded tests {gid!r} ({points:g} points)", where, True,
+                    f"criterion {cid}: " + ", ".join(n for n, _, _ in parts), note)
+    return crit, row
+
+
+def _manual(kind: str, gid: str, cid: str, points: float, question: str) -> Criterion:
+    if kind == "markdown" and question:
+        return Criterion(cid, question, "written", points,
+                         (Check("answer", 1.0, question=question),), task=question,
+                         description=f"nbgrader's manually graded answer {gid!r}.")
+    return Criterion(cid, question or gid, "code", points, (Check("runs", 1.0),),
+                     task=question, description=f"nbgrader's manually graded answer {gid!r}.")

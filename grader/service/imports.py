@@ -1,0 +1,107 @@
+"""Assignments imported from nbgrader and otter, written as our assignment folders.
+
+``import_nbgrader_folder`` reads an nbgrader source notebook (the instructor's version
+with solutions and hidden tests); ``import_otter_folder`` reads otter's OK-format test
+files with the student notebook (``template``) and the instructor's solution. Both
+write ``template.ipynb``, ``solution.ipynb``, ``rubric.json`` and ``assignment.toml``
+into ``out``, copy the data files found next to the source, and return the import
+report (what became of each item, and what was not carried over).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from ..errors import InputError, RubricError
+from ..rubrics.import_items import ImportReport, ImportRow
+from ..rubrics.import_nbgrader import TEXT_STUB, ImportedAssignment, import_nbgrader
+from ..rubrics.import_otter import otter_criteria
+from ..rubrics.schema import Rubric, save_rubric
+
+__all__ = ["import_nbgrader_folder", "import_otter_folder", "write_assignment"]
+
+SKIPPED = {".ipynb_checkpoints", "__pycache__", "tests", "submissions", "autograder"}
+
+
+def _read(path: Path) -> Any:
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError, json.JSONDecodeError) as exc:
+        raise InputError(str(path), f"not a readable notebook ({exc})") from None
+
+
+def _data_beside(source: Path, out: Path) -> list[str]:
+    """Copy the files and folders next to ``source`` (not notebooks, tests or hidden
+    ones) into ``out``; their names, for assignment.toml's ``data``."""
+    names = []
+    for item in sorted(source.parent.iterdir()):
+        if item.name.startswith(".") or item.name in SKIPPED or item.suffix == ".ipynb" \
+                or item.resolve() == out.resolve():
+            continue
+        target = out / item.name
+        if item.is_dir():
+            shutil.copytree(item, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, target)
+        names.append(item.name)
+    return names
+
+
+def write_assignment(imported: ImportedAssignment, out: Path, data: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    nbformat.write(imported.template, out / "template.ipynb")
+    nbformat.write(imported.solution, out / "solution.ipynb")
+    save_rubric(imported.report.rubric, out / "rubric.json")
+    lines = [f"title = {json.dumps(imported.report.rubric.title)}", 'rubric = "rubric.json"',
+             'template = "template.ipynb"', 'solution = "solution.ipynb"']
+    if data:
+        lines.append("data = [" + ", ".join(json.dumps(d) for d in data) + "]")
+    (out / "assignment.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def import_nbgrader_folder(source: Path, out: Path) -> ImportReport:
+    imported = import_nbgrader(_read(source), str(source))
+    out.mkdir(parents=True, exist_ok=True)
+    write_assignment(imported, out, _data_beside(source, out))
+    return imported.report
+
+
+def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
+                        ) -> ImportReport:
+    """``tests``: a folder of OK-format files (``q1.py``, ...), in name order."""
+    files = sorted(p for p in tests.glob("*.py") if not p.name.startswith("__"))
+    if not files:
+        raise InputError(str(tests), "no OK-format test files (q1.py, ...) in this folder")
+    rows: list[ImportRow] = []
+    texts = []
+    for p in files:
+        try:
+            texts.append((str(p), p.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(str(p), f"cannot be read ({exc})") from None
+    criteria, rows = otter_criteria(texts, set())
+    tpl, sol = _read(template), _read(solution)
+    lang = str((tpl.metadata.get("kernelspec") or {}).get("language", "python")).lower()
+    if lang != "python":
+        raise RubricError(str(tests), ["otter's OK-format tests are Python doctests; this "
+                                       f"notebook's language is {lang}"])
+    total = sum(c.points for c in criteria)
+    title = next((line.strip().lstrip("#").strip() for c in tpl.cells
+                  if c.cell_type == "markdown" for line in c.source.splitlines()
+                  if line.strip().startswith("#")), template.stem)
+    rubric = Rubric(title, "python", total, tuple(criteria), (TEXT_STUB, "..."))
+    rows.append(ImportRow("grader.check(...) and otter.Notebook() cells", str(template), False,
+                          todo="nothing to do: kept as given; without otter installed they "
+                               "fail here, and a given cell's error is never the student's "
+                               "(the tests run after the notebook, in the student's kernel)"))
+    imported = ImportedAssignment(ImportReport(rubric, tuple(rows)), copy.deepcopy(tpl),
+                                  copy.deepcopy(sol))
+    out.mkdir(parents=True, exist_ok=True)
+    write_assignment(imported, out, _data_beside(template, out))
+    return imported.report

@@ -1,0 +1,209 @@
+"""nbgrader source notebooks and otter's OK-format tests imported as our assignments.
+
+Built here with nbformat in the formats the two projects document (nbgrader's cell
+metadata, schema version 3; otter's OK-format ``test = {...}`` files with doctest
+cases), then imported with the CLI, checked by the assignment's self-check and graded
+for real: a correct function ranks above a wrong one that passes the visible tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from grader.assignment import load_assignment
+from grader.errors import RubricError
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput, Grader
+from grader.rubrics.import_nbgrader import import_nbgrader, is_nbgrader
+from grader.rubrics.import_otter import doctest_code, read_ok_test
+from grader.sandbox.execution import kernel_available, sandbox_available
+from grader.service.selfcheck import check_assignment
+
+needs_kernel = pytest.mark.skipif(not sandbox_available() or not kernel_available("python"),
+                                  reason="bubblewrap or the Python kernel is missing")
+PY = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+
+
+def graded_cell(cell, **meta):
+    cell.metadata["nbgrader"] = {"schema_version": 3, "grade": False, "solution": False,
+                                 "locked": False, **meta}
+    return cell
+
+
+SOLUTION = '''def squares(n):
+    """The squares of 1..n."""
+    ### BEGIN SOLUTION
+    if n < 1:
+        raise ValueError("n must be positive")
+    return [i * i for i in range(1, n + 1)]
+    ### END SOLUTION'''
+TESTS = '''assert squares(1) == [1]
+assert squares(3) == [1, 4, 9]
+### BEGIN HIDDEN TESTS
+assert squares(5) == [1, 4, 9, 16, 25]
+try:
+    squares(0)
+except ValueError:
+    pass
+else:
+    raise AssertionError("squares(0) should raise ValueError")
+### END HIDDEN TESTS'''
+
+
+def nbgrader_source() -> nbformat.NotebookNode:
+    return new_notebook(metadata=PY, cells=[
+        new_markdown_cell("# Squares\n\nWrite `squares(n)`."),
+        graded_cell(new_code_cell(SOLUTION), solution=True, grade_id="squares"),
+        graded_cell(new_code_cell(TESTS), grade=True, grade_id="test_squares", points=2,
+                    locked=True),
+        new_markdown_cell("## Question 2\nWhy do the squares grow faster than n?"),
+        graded_cell(new_markdown_cell("Each square multiplies n by itself, so it grows with "
+                                      "n twice over."), grade=True, solution=True,
+                    grade_id="why", points=1),
+        graded_cell(new_markdown_cell("## Task 3\nPlot the squares."), task=True,
+                    grade_id="plot_task", points=1),
+    ])
+
+
+def test_an_nbgrader_notebook_becomes_template_solution_and_rubric():
+    nb = nbgrader_source()
+    assert is_nbgrader(nb)
+    imported = import_nbgrader(nb, "squares.ipynb")
+    rubric = imported.report.rubric
+    assert [(c.id, c.kind, c.points) for c in rubric.criteria] == [
+        ("test_squares", "code", 2.0), ("why", "written", 1.0)]
+    tests = rubric.criteria[0].checks
+    assert [(t.name, t.hidden, t.weight) for t in tests] == [
+        ("tests", False, 0.5), ("hidden tests", True, 0.5)]
+    assert "squares(5)" in tests[1].code
+    assert "squares(5)" not in tests[0].code
+    assert rubric.criteria[1].checks[0].question == "Question 2"
+    template = [c.source for c in imported.template.cells]
+    assert "# YOUR CODE HERE\n    raise NotImplementedError()" in template[1]
+    assert "range(1, n + 1)" not in template[1]
+    assert "HIDDEN" not in template[2]
+    assert "squares(5)" not in template[2]
+    assert template[4] == "YOUR ANSWER HERE"
+    assert "BEGIN SOLUTION" not in imported.solution.cells[1].source
+    assert "range(1, n + 1)" in imported.solution.cells[1].source
+    assert all("nbgrader" not in c.metadata for c in imported.template.cells)
+    left = {r.item: r.todo for r in imported.report.not_carried}
+    assert any(k.startswith("task 'plot_task'") for k in left)
+    assert any("all or nothing" in r.todo for r in imported.report.carried)
+
+
+def test_a_notebook_nbgrader_did_not_mark_is_refused_by_name():
+    plain = new_notebook(metadata=PY, cells=[new_code_cell("x = 1")])
+    with pytest.raises(RubricError) as err:
+        import_nbgrader(plain, "plain.ipynb")
+    assert "plain.ipynb" in str(err.value)
+    assert "no graded cells" in str(err.value)
+
+
+OK_TEST = '''test = {
+    "name": "q1",
+    "points": 2,
+    "suites": [{"cases": [
+        {"code": ">>> square(3)\\n9", "hidden": False, "locked": False},
+        {"code": ">>> [square(i) for i in range(4)]\\n[0, 1, 4, 9]", "hidden": True,
+         "locked": False}],
+        "scored": True, "setup": "", "teardown": "", "type": "doctest"}],
+}
+'''
+
+
+def test_otter_cases_run_as_doctests_and_say_what_came():
+    test = read_ok_test(OK_TEST, "q1.py")
+    assert test["points"] == 2
+    code = doctest_code([test["suites"][0]["cases"][0]["code"]])
+    passes, fails = {"square": lambda x: x * x}, {"square": lambda x: x * 3}
+    exec(code, passes)  # our own generated test code, on our own function
+    with pytest.raises(AssertionError) as err:
+        exec(code, {"square": lambda x: x + 1})
+    assert "Expected" in str(err.value)
+    assert "4" in str(err.value)
+    exec(code, fails)  # 3 * 3 == 9: the visible case cannot tell
+    with pytest.raises(RubricError):
+        read_ok_test("test = {'name': __import__('os').name}", "evil.py")  # never run
+    with pytest.raises(ValueError, match="lacks blank after >>>"):
+        doctest_code([">>>square(3)\n9"])  # a case doctest cannot read: the importer says so
+
+
+def otter_files(root: Path) -> tuple[Path, Path, Path]:
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "q1.py").write_text(OK_TEST, encoding="utf-8")
+    given = [new_markdown_cell("# Squares\n\n**Question 1.** Write `square(x)`.")]
+    student = new_notebook(metadata=PY, cells=[*given, new_code_cell("def square(x):\n    ...")])
+    key = new_notebook(metadata=PY, cells=[*given,
+                                           new_code_cell("def square(x):\n    return x * x")])
+    nbformat.write(student, root / "hw.ipynb")
+    nbformat.write(key, root / "key.ipynb")
+    return root / "hw.ipynb", root / "key.ipynb", root / "tests"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def grade(folder: Path, bodies: dict[str, str], tmp: Path) -> dict[str, float]:
+    a = load_assignment(folder)
+    grader = Grader(a, GradeOptions(execute=True, use_llm=False))
+    items = []
+    for name, body in bodies.items():
+        nb = nbformat.read(a.template, as_version=4)
+        code = next(c for c in nb.cells if c.cell_type == "code" and body[0] in c.source)
+        code.source = body[1]
+        path = tmp / f"{name}.ipynb"
+        nbformat.write(nb, path)
+        items.append(GradeInput.from_path(path))
+    return {Path(r.file).stem: r.score for r in grader.grade_many(items, workers=1)}
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_imported_otter_tests_rank_a_correct_function_above_a_wrong_one(tmp_path):
+    hw, key, tests = otter_files(tmp_path / "src")
+    done = cli("import", "otter", str(hw), "--solution", str(key), "--tests", str(tests),
+               "--out", str(tmp_path / "squares"))
+    assert done.returncode == 0, done.stderr
+    assert "tests of q1 (2 points, 2 cases): carried" in done.stdout
+    check = check_assignment(load_assignment(tmp_path / "squares"))
+    assert check.solution_percent == pytest.approx(100.0)
+    assert check.template_percent is not None
+    assert check.template_percent <= 5
+    scores = grade(tmp_path / "squares", {
+        "right": ("def square", "def square(x):\n    return x ** 2"),
+        "wrong": ("def square", "def square(x):\n    return x * 3")}, tmp_path)
+    assert scores == {"right": 2.0, "wrong": 1.0}  # the hidden case tells them apart
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_an_imported_nbgrader_assignment_checks_itself_and_grades(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    nbformat.write(nbgrader_source(), src / "squares.ipynb")
+    (src / "numbers.csv").write_text("n\n1\n2\n", encoding="utf-8")
+    done = cli("import", "nbgrader", str(src / "squares.ipynb"), "--out", str(tmp_path / "sq"))
+    assert done.returncode == 0, done.stderr
+    assert "NOT carried" in done.stdout
+    assert (tmp_path / "sq" / "numbers.csv").is_file()  # the data beside it came along
+    check = check_assignment(load_assignment(tmp_path / "sq"))
+    assert check.solution_percent == pytest.approx(100.0)
+    assert check.template_percent is not None
+    assert check.template_percent <= 5
+    scores = grade(tmp_path / "sq", {
+        "right": ("def squares", "\n".join(line for line in SOLUTION.splitlines()
+                                            if "SOLUTION" not in line)),
+        "wrong": ("def squares", "def squares(n):\n    return [i * i for i in range(1, n + 1)]"),
+    }, tmp_path)
+    # the wrong one passes the visible tests, not the hidden squares(0) one; no answer to Q2
+    assert scores["right"] == pytest.approx(2.0)
+    assert scores["wrong"] == pytest.approx(1.0)
