@@ -207,3 +207,26 @@ def test_an_imported_nbgrader_assignment_checks_itself_and_grades(tmp_path):
     # the wrong one passes the visible tests, not the hidden squares(0) one; no answer to Q2
     assert scores["right"] == pytest.approx(2.0)
     assert scores["wrong"] == pytest.approx(1.0)
+
+
+def test_an_nbgrader_notebook_uploaded_alone_creates_the_assignment_in_the_app(tmp_path):
+    from grader.service.workspace import Upload, Workspace
+    from grader.store.database import Store
+
+    source = nbformat.writes(nbgrader_source()).encode()
+    with Store(tmp_path / "grader.db") as store:
+        ws = Workspace(store, tmp_path / "assignments")
+        made, parsed = ws.create("Squares homework", Upload("squares.ipynb", source), None,
+                                 None)
+        assert made.title == "Squares homework"
+        assert [c.id for c in made.rubric.criteria] == ["test_squares", "why"]
+        assert parsed.report is not None
+        assert any(not r.carried for r in parsed.report.rows)  # the task, listed
+        template = nbformat.read(made.template, as_version=4)
+        assert "raise NotImplementedError()" in template.cells[1].source
+        solution = nbformat.read(made.solution, as_version=4)
+        assert "range(1, n + 1)" in solution.cells[1].source
+        with pytest.raises(RubricError) as err:  # an ordinary template alone still needs the rest
+            ws.create("Plain", Upload("plain.ipynb", nbformat.writes(
+                new_notebook(metadata=PY, cells=[new_code_cell("x = 1")])).encode()), None, None)
+        assert any("no solution notebook uploaded" in p for p in err.value.problems)

@@ -29,11 +29,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
 from inference import data_dir
 
 from ..assignment import Assignment, load_assignment
 from ..errors import InputError, NotebookError, RubricError
 from ..notebooks.load import load_notebook
+from ..rubrics.import_nbgrader import import_nbgrader, is_nbgrader
 from ..rubrics.import_seed import ImportReport, import_seed_rubric
 from ..rubrics.schema import Rubric, dumps, loads, rubric_from_dict
 from ..store.database import RubricVersionRow, Store
@@ -140,6 +143,21 @@ def read_rubric_upload(upload: Upload, language: str) -> RubricFromUpload:
                                     "nor an old-system rubric (no `autograder_checks`)"])
 
 
+def nbgrader_upload(upload: Upload) -> tuple[Upload, Upload, ImportReport] | None:
+    """The template, solution and rubric report of an uploaded nbgrader source notebook;
+    None when the upload is not one (an ordinary template). Errors name the file."""
+    try:
+        nb = nbformat.reads(upload.data.decode("utf-8"), as_version=4)
+    except (UnicodeDecodeError, ValueError):
+        return None  # not a notebook: the template's own check says so
+    if not is_nbgrader(nb):
+        return None
+    imported = import_nbgrader(nb, upload.name)
+    return (Upload(upload.name, nbformat.writes(imported.template).encode()),
+            Upload("solution.ipynb", nbformat.writes(imported.solution).encode()),
+            imported.report)
+
+
 def from_import(report: ImportReport) -> RubricFromUpload:
     return RubricFromUpload(report.rubric, True, tuple(report.dropped), report)
 
@@ -243,6 +261,11 @@ class Workspace:
         title = title.strip()
         taken = {r.name for r, _ in self._folders()}
         problems: list[str] = []
+        from_nbgrader = None
+        if template is not None and solution is None and rubric is None:
+            from_nbgrader = nbgrader_upload(template)  # one source notebook holds all three
+            if from_nbgrader is not None:
+                template, solution = from_nbgrader[:2]
         if name and not _NAME.match(name):
             problems.append(f"name {name!r}: use lower-case letters, digits, '-' or '_'")
         elif name in taken:
@@ -257,7 +280,10 @@ class Workspace:
             except NotebookError as exc:
                 problems.append(f"{what}: {exc}")
         parsed: RubricFromUpload | None = None
-        if rubric is None:
+        if from_nbgrader is not None:
+            parsed = from_import(from_nbgrader[2].retitled(title, "as you typed it"))
+            title = title or parsed.rubric.title
+        elif rubric is None:
             problems.append("no rubric uploaded: a rubric JSON (docs/rubric-format.md) or an "
                             "old-system rubric file to import")
         else:
