@@ -276,6 +276,8 @@ def test_point_formats():
     assert format_points(1.96, 0, 2) == "1.96"  # never shown as full when it is not
     assert format_points(0.4, 0, 4) == "0.4"  # nor as nothing when it is something
     assert format_points(2.0, 0, 2) == "2"
+    assert format_points(16.5, 0, 20) == "16.5"  # a half point is shown, not rounded away
+    assert format_points(1.25, 1, 2.5) == "1.25"
 
 
 def test_half_points_rubric_shows_one_decimal():

@@ -74,8 +74,13 @@ def point_decimals(values: Iterable[float]) -> int:
 
 
 def format_points(x: float, decimals: int, full: float) -> str:
-    """``x`` with ``decimals``; one more (up to 2) where rounding would show a score short
-    of ``full`` as full, or a non-zero one as 0."""
+    """``x`` with ``decimals``; one more where that shows it exactly (integer rubric
+    points with fractional check weights give 16.5, which must not read as 16), and
+    more (up to 2) where rounding would show a score short of ``full`` as full, or a
+    non-zero one as 0."""
+    exact = f"{x:.{decimals + 1}f}"  # a half point, say: one more decimal shows it
+    if decimals < 2 and abs(float(exact) - x) < 1e-9 and abs(round(x, decimals) - x) > 1e-9:
+        return exact
     for d in range(decimals, 3):
         text = f"{x:.{d}f}"
         if not ((x < full and float(text) >= full) or (x > 0 and float(text) <= 0)):
@@ -246,10 +251,7 @@ def build_letter(report: GradeReport, rubric: Rubric | None = None,
         return _unlike_letter(assignment, student)
     places = Places(notebook)
     criteria = _ordered(report, rubric)
-    # The points as awarded too: integer rubric points with fractional check weights
-    # give 16.5, which must not read as 16.
-    values = [c.max_points for c in criteria] + [report.max_score, report.score or 0.0]
-    values += [c.points for c in criteria]
+    values = [c.max_points for c in criteria] + [report.max_score]
     if rubric is not None:
         values += [c.points for c in rubric.criteria] + [rubric.total_points]
     decimals = point_decimals(values)
