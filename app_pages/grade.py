@@ -58,8 +58,9 @@ with st.expander("Create an assignment from files", expanded=not usable):
     with st.form("grade_new_assignment", clear_on_submit=False):
         title = st.text_input("Title", key="grade_new_title")
         c1, c2, c3 = st.columns(3)
-        template = c1.file_uploader("Template notebook (or an nbgrader source notebook "
-                                    "alone)", type=["ipynb"], key="grade_new_template")
+        template = c1.file_uploader("Template notebook (or, alone, an nbgrader source or "
+                                    "otter master notebook)", type=["ipynb"],
+                                    key="grade_new_template")
         solution = c2.file_uploader("Solution notebook", type=["ipynb"], key="grade_new_solution")
         rubric = c3.file_uploader("Rubric (JSON; old-format rubrics are imported)",
                                   type=["json"], key="grade_new_rubric")

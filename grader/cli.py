@@ -5,6 +5,7 @@
     python -m grader check ASSIGNMENT_DIR [--no-exec] [--json] [--rubric RUBRIC.json]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
     python -m grader import nbgrader SOURCE.ipynb --out DIR
+    python -m grader import otter MASTER.ipynb --out DIR
     python -m grader import otter STUDENT.ipynb --solution KEY.ipynb --tests TESTS/ --out DIR
 
 Before grading, ``grade`` checks the assignment itself (``check`` does only that):
@@ -49,7 +50,7 @@ from .rubrics.import_seed import import_seed_file, report_lines
 from .rubrics.schema import load_rubric, save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch
-from .service.imports import import_nbgrader_folder, import_otter_folder
+from .service.imports import import_nbgrader_folder, import_otter_folder, import_otter_master
 from .service.selfcheck import SelfCheck, check_assignment
 from .store.database import Store
 from .types import GradeReport
@@ -225,10 +226,12 @@ def cmd_import_assignment(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.format == "nbgrader":
         report = import_nbgrader_folder(Path(args.source), out)
+    elif not args.tests:  # otter assign's master notebook holds everything
+        report = import_otter_master(Path(args.source), out)
     else:
-        if not args.solution or not args.tests:
-            print("otter: give --solution (the instructor's notebook) and --tests (the "
-                  "folder of OK-format files)", file=sys.stderr)
+        if not args.solution:
+            print("otter with --tests: give --solution (the instructor's notebook) too",
+                  file=sys.stderr)
             return 2
         report = import_otter_folder(Path(args.source), Path(args.solution), Path(args.tests),
                                      out)
@@ -287,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "notebook or otter's tests")
     n.add_argument("format", choices=["nbgrader", "otter"])
     n.add_argument("source", help="nbgrader: the source notebook (with solutions and hidden "
-                                  "tests); otter: the student notebook")
+                                  "tests); otter: the master notebook, or with --tests the "
+                                  "student notebook")
     n.add_argument("--out", required=True, help="the assignment folder to write")
     n.add_argument("--solution", help="otter: the instructor's solution notebook")
     n.add_argument("--tests", help="otter: the folder of OK-format test files (q1.py, ...)")

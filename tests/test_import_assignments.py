@@ -230,3 +230,91 @@ def test_an_nbgrader_notebook_uploaded_alone_creates_the_assignment_in_the_app(t
             ws.create("Plain", Upload("plain.ipynb", nbformat.writes(
                 new_notebook(metadata=PY, cells=[new_code_cell("x = 1")])).encode()), None, None)
         assert any("no solution notebook uploaded" in p for p in err.value.problems)
+
+
+# -- otter assign's master notebook ----------------------------------------------------------
+def raw(text: str):
+    return nbformat.v4.new_raw_cell(text)
+
+
+def shown(text: str, value: str):
+    cell = new_code_cell(text)
+    cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": value},
+                                           execution_count=1)]
+    return cell
+
+
+def otter_master() -> nbformat.NotebookNode:
+    return new_notebook(metadata=PY, cells=[
+        raw("# ASSIGNMENT CONFIG\nexport_cell: false\ngenerate: true"),
+        new_markdown_cell("# Squares"),
+        raw("# BEGIN QUESTION\nname: q1\npoints: 2"),
+        new_markdown_cell("**Question 1.** Write `square(x)`."),
+        raw("# BEGIN SOLUTION"),
+        new_code_cell("def square(x):\n    return x * x  # SOLUTION"),
+        raw("# END SOLUTION"),
+        raw("# BEGIN TESTS"),
+        shown("square(3)", "9"),
+        shown('""" # BEGIN TEST CONFIG\nhidden: true\npoints: 1\n'
+              'failure_message: not every square\n""" # END TEST CONFIG\n'
+              "[square(i) for i in range(4)]", "[0, 1, 4, 9]"),
+        new_code_cell("# HIDDEN\nassert square(-2) == 4"),
+        raw("# END TESTS"),
+        raw("# END QUESTION"),
+        raw("# BEGIN QUESTION\nname: q2\npoints: 1\nmanual: true"),
+        new_markdown_cell("**Question 2.** Why is a square never negative?"),
+        raw("# BEGIN SOLUTION"),
+        new_markdown_cell("A number times itself has the same sign twice, so the product "
+                          "is positive or zero."),
+        raw("# END SOLUTION"),
+        raw("# END QUESTION"),
+    ])
+
+
+def test_an_otter_master_notebook_becomes_template_solution_and_rubric():
+    from grader.rubrics.import_otter_assign import MD_STUB, import_otter_assign, is_otter_assign
+
+    nb = otter_master()
+    assert is_otter_assign(nb)
+    assert not is_nbgrader(nb)
+    imported = import_otter_assign(nb, "master.ipynb")
+    rubric = imported.report.rubric
+    assert [(c.id, c.kind, c.points) for c in rubric.criteria] == [
+        ("q1", "code", 2.0), ("q2", "written", 1.0)]
+    tests = rubric.criteria[0].checks
+    assert [(t.name, t.hidden) for t in tests] == [
+        ("test 1", False), ("test 2 (hidden)", True), ("test 3 (hidden)", True)]
+    assert rubric.criteria[1].checks[0].question == "Question 2. Why is a square never negative?"
+    template = [c.source for c in imported.template.cells]
+    assert "def square(x):\n    ..." in template
+    assert MD_STUB in template
+    assert not any("BEGIN" in s or "square(3)" in s for s in template)  # no raw cells, tests
+    assert "def square(x):\n    return x * x" in [c.source for c in imported.solution.cells]
+    passes, fails = {"square": lambda x: x * x}, {"square": lambda x: x * 3}
+    for t in tests:
+        exec(t.code, dict(passes))
+    exec(tests[0].code, dict(fails))  # 3 * 3 == 9: the visible test cannot tell
+    with pytest.raises(AssertionError, match="expected"):
+        exec(tests[1].code, dict(fails))
+    assert any("assignment config" in r.item for r in imported.report.not_carried)
+    broken = otter_master()
+    broken.cells = broken.cells[:-1]  # the last question is never closed
+    with pytest.raises(RubricError, match="no # END QUESTION"):
+        import_otter_assign(broken, "broken.ipynb")
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_an_imported_otter_master_ranks_a_correct_function_above_a_wrong_one(tmp_path):
+    nbformat.write(otter_master(), tmp_path / "master.ipynb")
+    done = cli("import", "otter", str(tmp_path / "master.ipynb"), "--out", str(tmp_path / "sq"))
+    assert done.returncode == 0, done.stderr
+    check = check_assignment(load_assignment(tmp_path / "sq"))
+    assert check.solution_percent == pytest.approx(100.0)
+    assert check.template_percent is not None
+    assert check.template_percent <= 5
+    scores = grade(tmp_path / "sq", {
+        "right": ("def square", "def square(x):\n    return x ** 2"),
+        "wrong": ("def square", "def square(x):\n    return x * 3")}, tmp_path)
+    assert scores["right"] == pytest.approx(2.0)
+    assert scores["wrong"] == pytest.approx(2 / 3, abs=0.01)

@@ -35,7 +35,7 @@ from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow
 from .schema import Criterion, Rubric
 
-__all__ = ["ImportedAssignment", "import_nbgrader", "is_nbgrader"]
+__all__ = ["ImportedAssignment", "import_nbgrader", "is_nbgrader", "question_line"]
 
 _BEGIN_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*BEGIN SOLUTION\s*$")
 _END_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*END SOLUTION\s*$")
@@ -108,16 +108,21 @@ def _solved(source: str) -> str:
                      if not (_BEGIN_SOLUTION.match(line) or _END_SOLUTION.match(line)))
 
 
+def question_line(markdown: str) -> str:
+    """The first line of a markdown cell as plain words (heading marks and emphasis
+    dropped): the text an answer check finds its question by."""
+    for line in markdown.splitlines():
+        plain = " ".join(re.sub(r"[*_`]+", "", line.strip().lstrip("#")).split())
+        if plain:
+            return plain[:120]
+    return ""
+
+
 def _question(nb: Any, index: int) -> str:
-    """A line of the markdown cell above ``index`` that names the question (its first
-    heading or first line), as the template shows it."""
+    """The line of the markdown cell above ``index`` that names the question."""
     for cell in reversed(nb.cells[:index]):
-        if cell.cell_type != "markdown":
-            continue
-        lines = [ln.strip().lstrip("#").strip().strip("*").strip() for ln in
-                 cell.source.splitlines() if ln.strip()]
-        if lines:
-            return lines[0][:120]
+        if cell.cell_type == "markdown" and (line := question_line(cell.source)):
+            return line
     return ""
 
 

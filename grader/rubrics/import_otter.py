@@ -29,7 +29,7 @@ from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportRow
 from .schema import Criterion
 
-__all__ = ["doctest_code", "otter_criteria", "read_ok_test"]
+__all__ = ["doctest_code", "otter_criteria", "output_test_code", "read_ok_test"]
 
 _ID = re.compile(r"[^a-z0-9_-]+")
 _RUNNER = '''import doctest as _doctest
@@ -47,6 +47,29 @@ assert not _failed, "\\n".join(
     line for lines in _failed[:1] for line in lines
     if line.strip() and not line.startswith(("*****", "File ")))[:600]
 '''
+
+
+_OUTPUT = '''import ast as _ast, contextlib as _contextlib, doctest as _doctest, io as _io
+_source, _want = {code!r}, {want!r}
+_tree = _ast.parse(_source)
+_last = _tree.body.pop() if _tree.body and isinstance(_tree.body[-1], _ast.Expr) else None
+_out = _io.StringIO()
+with _contextlib.redirect_stdout(_out):
+    exec(compile(_tree, "<test>", "exec"), globals())
+    if _last is not None:
+        _value = eval(compile(_ast.Expression(_last.value), "<test>", "eval"), globals())
+        if _value is not None:
+            print(repr(_value))
+assert _doctest.OutputChecker().check_output(
+    _want, _out.getvalue(), _doctest.ELLIPSIS | _doctest.NORMALIZE_WHITESPACE), (
+    f"expected {{_want.strip()[:200]!r}}, got {{_out.getvalue().strip()[:200]!r}}")
+'''
+
+
+def output_test_code(code: str, want: str) -> str:
+    """Test code that runs ``code`` as a notebook cell would (the last expression's
+    value shown) and requires it to print ``want``, compared as doctest compares."""
+    return _OUTPUT.format(code=code, want=want)
 
 
 def doctest_code(cases: Iterable[str]) -> str:

@@ -1,8 +1,9 @@
 """Assignments imported from nbgrader and otter, written as our assignment folders.
 
 ``import_nbgrader_folder`` reads an nbgrader source notebook (the instructor's version
-with solutions and hidden tests); ``import_otter_folder`` reads otter's OK-format test
-files with the student notebook (``template``) and the instructor's solution. Both
+with solutions and hidden tests); ``import_otter_master`` an otter assign master
+notebook; ``import_otter_folder`` otter's OK-format test files with the student
+notebook (``template``) and the instructor's solution. Each
 write ``template.ipynb``, ``solution.ipynb``, ``rubric.json`` and ``assignment.toml``
 into ``out``, copy the data files found next to the source, and return the import
 report (what became of each item, and what was not carried over).
@@ -22,9 +23,11 @@ from ..errors import InputError, RubricError
 from ..rubrics.import_items import ImportReport, ImportRow
 from ..rubrics.import_nbgrader import TEXT_STUB, ImportedAssignment, import_nbgrader
 from ..rubrics.import_otter import otter_criteria
+from ..rubrics.import_otter_assign import import_otter_assign
 from ..rubrics.schema import Rubric, save_rubric
 
-__all__ = ["import_nbgrader_folder", "import_otter_folder", "write_assignment"]
+__all__ = ["import_nbgrader_folder", "import_otter_folder", "import_otter_master",
+           "write_assignment"]
 
 SKIPPED = {".ipynb_checkpoints", "__pycache__", "tests", "submissions", "autograder"}
 
@@ -67,6 +70,14 @@ def write_assignment(imported: ImportedAssignment, out: Path, data: list[str]) -
 
 def import_nbgrader_folder(source: Path, out: Path) -> ImportReport:
     imported = import_nbgrader(_read(source), str(source))
+    out.mkdir(parents=True, exist_ok=True)
+    write_assignment(imported, out, _data_beside(source, out))
+    return imported.report
+
+
+def import_otter_master(source: Path, out: Path) -> ImportReport:
+    """An otter assign master notebook (questions, solutions and tests in one)."""
+    imported = import_otter_assign(_read(source), str(source))
     out.mkdir(parents=True, exist_ok=True)
     write_assignment(imported, out, _data_beside(source, out))
     return imported.report

@@ -37,6 +37,7 @@ from ..assignment import Assignment, load_assignment
 from ..errors import InputError, NotebookError, RubricError
 from ..notebooks.load import load_notebook
 from ..rubrics.import_nbgrader import import_nbgrader, is_nbgrader
+from ..rubrics.import_otter_assign import import_otter_assign, is_otter_assign
 from ..rubrics.import_seed import ImportReport, import_seed_rubric
 from ..rubrics.schema import Rubric, dumps, loads, rubric_from_dict
 from ..store.database import RubricVersionRow, Store
@@ -144,15 +145,19 @@ def read_rubric_upload(upload: Upload, language: str) -> RubricFromUpload:
 
 
 def nbgrader_upload(upload: Upload) -> tuple[Upload, Upload, ImportReport] | None:
-    """The template, solution and rubric report of an uploaded nbgrader source notebook;
-    None when the upload is not one (an ordinary template). Errors name the file."""
+    """The template, solution and rubric report of an uploaded nbgrader source notebook
+    or otter master notebook; None when the upload is neither (an ordinary template).
+    Errors name the file."""
     try:
         nb = nbformat.reads(upload.data.decode("utf-8"), as_version=4)
     except (UnicodeDecodeError, ValueError):
         return None  # not a notebook: the template's own check says so
-    if not is_nbgrader(nb):
+    if is_nbgrader(nb):
+        imported = import_nbgrader(nb, upload.name)
+    elif is_otter_assign(nb):
+        imported = import_otter_assign(nb, upload.name)
+    else:
         return None
-    imported = import_nbgrader(nb, upload.name)
     return (Upload(upload.name, nbformat.writes(imported.template).encode()),
             Upload("solution.ipynb", nbformat.writes(imported.solution).encode()),
             imported.report)
