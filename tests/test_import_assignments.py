@@ -66,8 +66,11 @@ def nbgrader_source() -> nbformat.NotebookNode:
         graded_cell(new_markdown_cell("Each square multiplies n by itself, so it grows with "
                                       "n twice over."), grade=True, solution=True,
                     grade_id="why", points=1),
-        graded_cell(new_markdown_cell("## Task 3\nPlot the squares."), task=True,
+        graded_cell(new_markdown_cell("## Task 3\nDescribe the squares' growth."), task=True,
                     grade_id="plot_task", points=1),
+        graded_cell(new_markdown_cell("They grow ever faster: each step adds the next odd "
+                                      "number."), solution=True, grade_id="growth"),
+        graded_cell(new_code_cell("print('the end')"), locked=True, grade_id="footer"),
     ])
 
 
@@ -77,7 +80,8 @@ def test_an_nbgrader_notebook_becomes_template_solution_and_rubric():
     imported = import_nbgrader(nb, "squares.ipynb")
     rubric = imported.report.rubric
     assert [(c.id, c.kind, c.points) for c in rubric.criteria] == [
-        ("test_squares", "code", 2.0), ("why", "written", 1.0)]
+        ("test_squares", "code", 2.0), ("why", "written", 1.0),
+        ("plot_task", "written", 1.0)]
     tests = rubric.criteria[0].checks
     assert [(t.name, t.hidden, t.weight) for t in tests] == [
         ("tests", False, 0.5), ("hidden tests", True, 0.5)]
@@ -93,8 +97,8 @@ def test_an_nbgrader_notebook_becomes_template_solution_and_rubric():
     assert "BEGIN SOLUTION" not in imported.solution.cells[1].source
     assert "range(1, n + 1)" in imported.solution.cells[1].source
     assert all("nbgrader" not in c.metadata for c in imported.template.cells)
-    left = {r.item: r.todo for r in imported.report.not_carried}
-    assert any(k.startswith("task 'plot_task'") for k in left)
+    assert rubric.criteria[2].checks[0].question == "Task 3"
+    assert any(r.item.startswith("task 'plot_task'") for r in imported.report.carried)
     assert any("all or nothing" in r.todo for r in imported.report.carried)
 
 
@@ -219,9 +223,9 @@ def test_an_nbgrader_notebook_uploaded_alone_creates_the_assignment_in_the_app(t
         made, parsed = ws.create("Squares homework", Upload("squares.ipynb", source), None,
                                  None)
         assert made.title == "Squares homework"
-        assert [c.id for c in made.rubric.criteria] == ["test_squares", "why"]
+        assert [c.id for c in made.rubric.criteria] == ["test_squares", "why", "plot_task"]
         assert parsed.report is not None
-        assert any(not r.carried for r in parsed.report.rows)  # the task, listed
+        assert any(not r.carried for r in parsed.report.rows)  # the locked cell, listed
         template = nbformat.read(made.template, as_version=4)
         assert "raise NotImplementedError()" in template.cells[1].source
         solution = nbformat.read(made.solution, as_version=4)
@@ -317,4 +321,5 @@ def test_an_imported_otter_master_ranks_a_correct_function_above_a_wrong_one(tmp
         "right": ("def square", "def square(x):\n    return x ** 2"),
         "wrong": ("def square", "def square(x):\n    return x * 3")}, tmp_path)
     assert scores["right"] == pytest.approx(2.0)
-    assert scores["wrong"] == pytest.approx(2 / 3, abs=0.01)
+    # otter's points: test 2 has 1 of q1's 2, tests 1 and 3 share the other (0.5 each)
+    assert scores["wrong"] == pytest.approx(0.5, abs=0.01)

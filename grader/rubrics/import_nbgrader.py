@@ -19,8 +19,11 @@ becomes of each, as nbgrader's own ``assign`` step would release it:
 - manually graded answers (``grade`` and ``solution``): markdown ones become a written
   criterion with an ``answer`` check of the question above them; code ones a code
   criterion with a ``runs`` check (the code model reads it; review them);
-- tasks, locked cells' checksums and nbgrader's own configuration are not carried
-  over: the report lists each with what to do instead.
+- task cells (graded by hand, from whatever cells answer them) become a written
+  criterion with an ``answer`` check of the task's own text (the answer under it), or,
+  when the first cell answering it is code, a code criterion that must run;
+- locked cells' checksums and nbgrader's own configuration are not carried over: the
+  report lists each with what to do instead.
 """
 
 from __future__ import annotations
@@ -187,10 +190,14 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
                                   "nbgrader grades it by hand: here it must run, and the "
                                   "code model reads it; review these"))
         elif task:
+            criteria.append(_task(cell.source, gid, _cid(gid, i, seen), _points(meta, where),
+                                  _answered_in_code(nb, i)))
             rows.append(ImportRow(f"task {gid!r} ({_points(meta, where):g} points)", where,
-                                  False, todo="a task is graded by hand across cells: add a "
-                                  f"criterion for it {RUBRICS_PAGE} (an answer or calls "
-                                  "check), or grade it by override in Review"))
+                                  True, f"criterion {criteria[-1].id} "
+                                  f"({criteria[-1].kind})", "nbgrader's tasks are graded by "
+                                  "hand from any cells: here the answer under the task is "
+                                  "read (written) or must run (code); add the checks it "
+                                  f"calls for {RUBRICS_PAGE}, and review these"))
         elif meta.get("locked") and not grade:
             rows.append(ImportRow(f"locked cell {gid!r}", where, False, todo=(
                 "nothing to do: a student's change to a given cell is flagged "
@@ -247,3 +254,25 @@ def _manual(kind: str, gid: str, cid: str, points: float, question: str) -> Crit
                          description=f"nbgrader's manually graded answer {gid!r}.")
     return Criterion(cid, question or gid, "code", points, (Check("runs", 1.0),),
                      task=question, description=f"nbgrader's manually graded answer {gid!r}.")
+
+
+def _answered_in_code(nb: Any, index: int) -> bool:
+    """The first cell the student answers after task ``index`` is a code cell."""
+    for cell in nb.cells[index + 1:]:
+        meta = cell.get("metadata", {}).get("nbgrader") or {}
+        if meta.get("solution") or not (meta.get("locked") or meta.get("task")):
+            return cell.cell_type == "code"
+    return False
+
+
+def _task(markdown: str, gid: str, cid: str, points: float, code: bool) -> Criterion:
+    """A task answered in code must run (the code model reads it); one answered in
+    words is a written answer under the task's text."""
+    question = question_line(markdown) or gid
+    about = f"nbgrader's task {gid!r}: " + " ".join(markdown.split())[:400]
+    if code:
+        return Criterion(cid, question, "code", points, (Check("runs", 1.0),),
+                         task=question, description=about)
+    return Criterion(cid, question, "written", points,
+                     (Check("answer", 1.0, question=question),), task=question,
+                     description=about)

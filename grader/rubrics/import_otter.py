@@ -4,13 +4,15 @@ An OK-format file assigns one dict to ``test``: its ``name``, ``points`` and
 ``suites`` of ``cases``, each case a doctest (``>>> expression`` lines followed by the
 output they must print) with its own ``hidden`` flag. The file is read as data
 (``ast.literal_eval`` of that dict), never run. Each question becomes a code criterion
-of its points with up to two tests: its visible cases and its hidden ones (``hidden``),
-weighted by how many cases each holds. A case runs as otter runs it: with Python's
-``doctest`` in the student's namespace (ELLIPSIS and whitespace-normalised
-comparisons), so a wrong function fails on the values it returns, not only on its type.
+of its points with a ``test`` check per case, weighted by the case's points as otter
+resolves them (a case is ``hidden`` unless it says ``hidden: False``, as in otter; an
+``all_or_nothing`` file is one check). A case runs as otter runs it: with Python's
+``doctest`` in the student's namespace, its output compared exactly as doctest does
+(its own ``# doctest:`` directives apply), so a wrong function fails on the values it
+returns, not only on its type.
 
-Not carried over, each listed in the report with what to do: per-case points (each
-part is weighted by its number of cases), suites' ``setup``/``teardown`` code, and
+Not carried over, each listed in the report with what to do: suites'
+``setup``/``teardown`` code (otter refuses them too), and
 files that are not OK-format (R's testthat files from otter, which ``test`` checks can
 hold: paste them in on the Rubrics page).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import ast
 import doctest
 import re
+import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,7 +32,8 @@ from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportRow
 from .schema import Criterion
 
-__all__ = ["doctest_code", "otter_criteria", "output_test_code", "read_ok_test"]
+__all__ = ["doctest_code", "otter_criteria", "output_test_code", "read_ok_test",
+           "resolve_points"]
 
 _ID = re.compile(r"[^a-z0-9_-]+")
 _RUNNER = '''import doctest as _doctest
@@ -37,8 +41,7 @@ _cases = {cases!r}
 _failed = []
 for _i, _text in enumerate(_cases):
     _test = _doctest.DocTestParser().get_doctest(_text, dict(globals()), "case", None, 0)
-    _runner = _doctest.DocTestRunner(verbose=False, optionflags=_doctest.ELLIPSIS
-                                     | _doctest.NORMALIZE_WHITESPACE)
+    _runner = _doctest.DocTestRunner(verbose=False)
     _report = []
     _runner.run(_test, out=_report.append, clear_globs=False)
     if _runner.failures:
@@ -60,8 +63,7 @@ with _contextlib.redirect_stdout(_out):
         _value = eval(compile(_ast.Expression(_last.value), "<test>", "eval"), globals())
         if _value is not None:
             print(repr(_value))
-assert _doctest.OutputChecker().check_output(
-    _want, _out.getvalue(), _doctest.ELLIPSIS | _doctest.NORMALIZE_WHITESPACE), (
+assert _doctest.OutputChecker().check_output(_want, _out.getvalue(), 0), (
     f"expected {{_want.strip()[:200]!r}}, got {{_out.getvalue().strip()[:200]!r}}")
 '''
 
@@ -100,22 +102,41 @@ def read_ok_test(text: str, source: str) -> dict[str, Any]:
     raise RubricError(source, ["no `test = {...}`: not an otter OK-format test file"])
 
 
+def resolve_points(total: Any, given: list[float | None]) -> list[float]:
+    """Each case's points as otter resolves them: a list gives them one by one; a total
+    is shared by the cases without points of their own, after those with; no total
+    gives the cases without points 0 when some have points, else 1 shared among them."""
+    if isinstance(total, dict):  # otter assign's {each: p}
+        total = float(total.get("each", 1)) * len(given)
+    if isinstance(total, list):
+        if len(total) != len(given):
+            raise ValueError(f"{len(total)} points for {len(given)} cases")
+        given, total = list(total), None
+    for p in [*given, total]:
+        if p is not None and (not isinstance(p, int | float) or isinstance(p, bool) or p < 0):
+            raise ValueError(f"points must be non-negative numbers, not {p!r}")
+    fixed = sum(p for p in given if p is not None)
+    free = sum(1 for p in given if p is None)
+    if total is not None:
+        if fixed > total + 1e-9:
+            raise ValueError(f"the cases' points ({fixed:g}) exceed the question's ({total:g})")
+        share = (total - fixed) / free if free else 0.0
+    else:
+        # otter: only zeros given -> the question is worth 1, shared by the others
+        share = 1 / free if free and not fixed else 0.0
+    return [float(p) if p is not None else share for p in given]
+
+
 def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
                    ) -> tuple[list[Criterion], list[ImportRow]]:
-    """A criterion per OK-format file (``(name, text)`` pairs, in question order)."""
+    """A criterion per OK-format file (``(name, text)`` pairs, in question order): a
+    ``test`` check per case, weighted by the case's points as otter resolves them
+    (otter scores each case, unless the file says ``all_or_nothing``)."""
     criteria, rows = [], []
     for name, text in files:
         test = read_ok_test(text, name)
         qname = str(test.get("name") or name.rsplit("/", 1)[-1].removesuffix(".py"))
-        points = test.get("points", 1)
-        if isinstance(points, list):
-            rows.append(ImportRow(f"per-case points of {qname}", name, False, todo=(
-                "each part (visible, hidden) is weighted by its number of cases; adjust the "
-                f"weights {RUBRICS_PAGE}")))
-            points = sum(p for p in points if isinstance(p, int | float))
-        if not isinstance(points, int | float) or isinstance(points, bool) or points < 0:
-            raise RubricError(name, [f"points must be a non-negative number, not {points!r}"])
-        visible, hidden = [], []
+        cases: list[dict[str, Any]] = []
         for k, suite in enumerate(test.get("suites") or []):
             if not isinstance(suite, dict):
                 raise RubricError(name, [f"suite {k + 1} is not a dict"])
@@ -127,26 +148,41 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
                     rows.append(ImportRow(f"{field} code of {qname}, suite {k + 1}", name,
                                           False, todo=f"put it into the test's code "
                                           f"{RUBRICS_PAGE}"))
-            for case in suite.get("cases") or []:
-                code = str(case.get("code", "")) if isinstance(case, dict) else ""
-                (hidden if case.get("hidden") or test.get("hidden") else visible).append(code)
-        parts = [(label, cases, hide) for label, cases, hide in
-                 (("tests", visible, False), ("hidden tests", hidden, True)) if cases]
-        if not parts:
+            cases += [c for c in suite.get("cases") or [] if isinstance(c, dict)
+                      and str(c.get("code", "")).strip()]
+        if not cases:
             raise RubricError(name, ["no cases: nothing to test"])
-        n = sum(len(cases) for _, cases, _ in parts)
         try:
-            checks = tuple(Check("test", len(cases) / n, name=label,
-                                 code=doctest_code(cases), hidden=hide,
-                                 message="" if hide else f"The tests of {qname} did not pass.")
-                           for label, cases, hide in parts)
+            points = resolve_points(test.get("points"), [c.get("points") for c in cases])
+            codes = [doctest_code([textwrap.dedent(str(c["code"]))]) for c in cases]
         except ValueError as exc:
-            raise RubricError(name, [f"a case doctest cannot read: {exc}"]) from None
+            raise RubricError(name, [str(exc)]) from None
+        # otter: a case is hidden unless it says otherwise
+        hides = [bool(c.get("hidden", True)) for c in cases]
+        total = sum(points)
+        if test.get("all_or_nothing"):
+            checks: tuple[Check, ...] = (Check(
+                "test", 1.0, name="tests", hidden=any(hides),
+                code=doctest_code([textwrap.dedent(str(c["code"])) for c in cases]),
+                message="" if any(hides) else f"The tests of {qname} did not pass."),)
+        else:
+            checks = tuple(Check(
+                "test", p / total if total else 1 / len(cases),
+                name=str(c.get("name") or f"{qname} - {j + 1}") + (" (hidden)" if hide else ""),
+                code=code, hidden=hide,
+                message="" if hide else str(c.get("failure_message")
+                                             or f"A test of {qname} did not pass."))
+                for j, (c, p, code, hide) in enumerate(zip(cases, points, codes, hides,
+                                                           strict=True)))
         cid = _cid(qname, seen)
-        criteria.append(Criterion(cid, qname, "code", float(points), checks, task=qname,
+        criteria.append(Criterion(cid, qname, "code", float(total), checks, task=qname,
                                   description=f"otter's tests of {qname}."))
-        rows.append(ImportRow(f"tests of {qname} ({float(points):g} points, {n} cases)", name,
-                              True, f"criterion {cid}: " + ", ".join(p[0] for p in parts)))
+        shown = sum(1 for h in hides if not h)
+        rows.append(ImportRow(f"tests of {qname} ({total:g} points, {len(cases)} cases)", name,
+                              True, f"criterion {cid}: {shown} visible and "
+                              f"{len(cases) - shown} hidden test checks"
+                              + (" (all or nothing: one check)"
+                                 if test.get("all_or_nothing") else "")))
     return criteria, rows
 
 

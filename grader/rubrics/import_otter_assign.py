@@ -7,16 +7,21 @@ QUESTION``, and inside a question ``# BEGIN SOLUTION`` / ``# END SOLUTION``, ``#
 TESTS`` / ``# END TESTS`` and ``# BEGIN PROMPT`` / ``# END PROMPT``. What becomes of them,
 as otter assign would release them:
 
-- a test cell becomes a ``test`` check: ``# HIDDEN`` as its first line, or ``hidden:
-  true`` in its ``\"\"\" # BEGIN TEST CONFIG`` block, makes it hidden, and the block's
-  ``points`` and ``failure_message`` weigh it and are what the student reads. A test
-  whose cell shows output in the master notebook must print that output (compared as
-  otter compares it, with doctest's checker); one without output must run without an
-  error (assertions);
-- a solution cell: the template gets otter's placeholders (a line ending in
-  ``# SOLUTION`` keeps what is left of its ``=`` with ``...``, a ``# BEGIN SOLUTION`` /
-  ``# END SOLUTION`` comment block becomes ``...``, a markdown answer "Type your answer
-  here, replacing this text."), the solution keeps the code without the markers;
+- a test cell becomes a ``test`` check: a first comment line with the word ``hidden``
+  (``# HIDDEN``), or ``hidden: true`` in its test config block (Python's ``\"\"\" #
+  BEGIN TEST CONFIG``, R's ``. = " # BEGIN TEST CONFIG``), makes it hidden; its
+  ``points`` (with the question's ``points``: a total, a list or ``each``, resolved as
+  otter resolves them) weigh it and its ``failure_message`` is what the student reads.
+  A Python test whose cell shows output in the master notebook must print exactly that
+  output (doctest's checker, as otter's doctests compare it); one without output must
+  run without an error (assertions). R tests are testthat code and run as they are;
+- a solution cell: the template gets otter's placeholders (Python: a line ending in
+  ``# SOLUTION`` keeps what is left of its ``=`` with ``...``, a ``# BEGIN SOLUTION``
+  block becomes ``...``; R: ``x <- NULL # YOUR CODE HERE`` and ``# YOUR CODE HERE``;
+  ``NO PROMPT`` variants leave nothing; a markdown answer "Type your answer here,
+  replacing this text."), the solution keeps the code without the markers, prompts
+  (``# BEGIN PROMPT`` blocks, in code or as cells) go to the template only, and ``#
+  IGNORE`` lines to neither;
 - a manual question with a markdown answer becomes a written criterion with an
   ``answer`` check of its prompt; a manual question with code, a code criterion that
   must run (review it);
@@ -37,16 +42,16 @@ from ..errors import RubricError
 from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow
 from .import_nbgrader import ImportedAssignment, question_line
-from .import_otter import output_test_code
+from .import_otter import output_test_code, resolve_points
 from .schema import Criterion, Rubric
 
 __all__ = ["import_otter_assign", "is_otter_assign"]
 
 MD_STUB = "_Type your answer here, replacing this text._"
 _BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS|PROMPT)\b", re.I)
-_CONFIG = re.compile(r'^\s*"""\s*#\s*BEGIN TEST CONFIG\s*\n(.*?)\n\s*"""\s*#\s*END TEST CONFIG'
-                     r"\s*\n?", re.S | re.I)
-_SOLUTION_LINE = re.compile(r"^(\s*)(.*?)\s*#\s*SOLUTION\s*$")
+# otter's BEGIN_TEST_CONFIG_REGEX / END_TEST_CONFIG_REGEX (Python's """ and R's . = ")
+_CONFIG = re.compile(r'^\s*(?:\.\s*=\s*)?""?"?\s*#\s*BEGIN\s*TEST\s*CONFIG[^\n]*\n(.*?)\n'
+                     r'\s*""?"?\s*#\s*END\s*TEST\s*CONFIG[^\n]*(\n|$)', re.S | re.I)
 _ID = re.compile(r"[^a-z0-9_-]+")
 
 
@@ -69,30 +74,65 @@ def _yaml(text: str, where: str) -> dict[str, Any]:
     return value
 
 
-def _release(code: str) -> str:
-    """Otter's student version of a solution cell."""
+_PY_ASSIGN = re.compile(r"""(\s*(?:[\w.]+(?:\[['"].*['"]\])*(?:,\s*)?)+\s*=).* ?# ?SOLUTION\s*$""")
+_R_ASSIGN = re.compile(r"(\s*[\w. $()]*(?:=|<-))(.*) ?# ?SOLUTION\s*$")
+_ANY_SOLUTION = re.compile(r"(\s*).* ?# ?SOLUTION\s*$")
+_BEGIN_SOL = re.compile(r"(\s*)#\s*BEGIN SOLUTION( NO PROMPT)?\s*$", re.I)
+_SKIPPED = ("# SOLUTION NO PROMPT", "# BEGIN PROMPT", "# END PROMPT", "# SEED")
+
+
+def _unignored(code: str) -> str:
+    """Without otter's ``# IGNORE`` lines and ``# BEGIN IGNORE`` blocks (in no version)."""
     out, inside = [], False
     for line in code.splitlines():
-        if re.match(r"^\s*#\s*BEGIN SOLUTION", line, re.I):
-            out.append(line[: len(line) - len(line.lstrip())] + "...")
+        if re.match(r"\s*#\s*BEGIN\s*IGNORE\s*$", line, re.I):
             inside = True
-        elif re.match(r"^\s*#\s*END SOLUTION", line, re.I):
+        elif line.rstrip().endswith("# END IGNORE"):
             inside = False
-        elif not inside:
-            m = _SOLUTION_LINE.match(line)
-            if m and "=" in m.group(2):
-                out.append(f"{m.group(1)}{m.group(2).split('=', 1)[0].rstrip()} = ...")
-            elif m:
-                out.append(f"{m.group(1)}...")
-            else:
-                out.append(line)
+        elif not inside and not line.rstrip().endswith("# IGNORE"):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _release(code: str, lang: str = "python") -> str:
+    """Otter's student version of a solution cell (otter's replace_solutions)."""
+    block = "# YOUR CODE HERE" if lang == "r" else "..."
+    out, inside = [], False
+    for line in _unignored(code).splitlines():
+        end = line.rstrip()
+        if end.endswith(_SKIPPED):
+            continue
+        if inside:
+            inside = not end.endswith("# END SOLUTION")
+            continue
+        if (m := _BEGIN_SOL.match(line)):
+            inside = True
+            if not m.group(2):
+                out.append(m.group(1) + block)
+            continue
+        if lang == "r" and (m := _R_ASSIGN.match(line)):
+            out.append(m.group(1) + " NULL # YOUR CODE HERE")
+        elif lang != "r" and (m := _PY_ASSIGN.match(line)):
+            out.append(m.group(1) + " ...")
+        elif (m := _ANY_SOLUTION.match(line)):
+            out.append(m.group(1) + ("# YOUR CODE HERE" if lang == "r" else "..."))
+        else:
+            out.append(line)
     return "\n".join(out)
 
 
 def _solved(code: str) -> str:
-    lines = [line for line in code.splitlines()
-             if not re.match(r"^\s*#\s*(BEGIN|END) SOLUTION", line, re.I)]
-    return "\n".join(re.sub(r"\s*#\s*SOLUTION\s*$", "", line) for line in lines)
+    """The solution without otter's markers, its prompts and ignored lines."""
+    out, prompt = [], False
+    for line in _unignored(code).splitlines():
+        end = line.rstrip()
+        if end.endswith("# BEGIN PROMPT"):
+            prompt = True
+        elif end.endswith("# END PROMPT"):
+            prompt = False
+        elif not prompt and not _BEGIN_SOL.match(line) and not end.endswith("# END SOLUTION"):
+            out.append(re.sub(r"\s*#\s*SOLUTION( NO PROMPT)?\s*$", "", line))
+    return "\n".join(out)
 
 
 def _expected(cell: Any) -> str:
@@ -145,20 +185,24 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
                     block = what if kind == "BEGIN" else ""
                 continue
         if question is not None and block == "TESTS" and cell.cell_type == "code":
-            tests.append(_test(text, _expected(cell)))
+            if text.strip():
+                tests.append(_test(text, "" if lang == "r" else _expected(cell), where))
             continue
+        if cell.cell_type == "code":
+            template.cells[i].source = solution.cells[i].source = _unignored(text)
         if question is not None and block == "SOLUTION":
             if cell.cell_type == "markdown":
                 answers.append(text)
                 template.cells[i].source = MD_STUB
             elif cell.cell_type == "code":
-                template.cells[i].source = _release(text)
+                template.cells[i].source = _release(text, lang)
                 solution.cells[i].source = _solved(text)
                 template.cells[i].outputs, template.cells[i].execution_count = [], None
         elif question is not None and cell.cell_type == "markdown" and not prompt:
             prompt = question_line(text)
         keep_t.append(template.cells[i])
-        keep_s.append(solution.cells[i])
+        if block != "PROMPT":  # a prompt is the student's version only
+            keep_s.append(solution.cells[i])
     if question is not None:
         raise RubricError(source, [f"question {question['name']!r} has no # END QUESTION"])
     if not criteria:
@@ -169,23 +213,27 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
     title = next((ln.strip().lstrip("#").strip() for c in keep_t if c.cell_type == "markdown"
                   for ln in _text(c).splitlines() if ln.strip().startswith("#")), "Assignment")
     rubric = Rubric(title, "r" if lang == "r" else "python", total, tuple(criteria),
-                    (MD_STUB, "..."))
+                    (MD_STUB, "YOUR CODE HERE" if lang == "r" else "..."))
     return ImportedAssignment(ImportReport(rubric, tuple(rows)), template, solution)
 
 
-def _test(text: str, want: str) -> tuple[str, bool, float | None, str]:
-    """(code, hidden, points, failure message) of a test cell."""
-    hidden, points, message = False, None, ""
+def _test(text: str, want: str, where: str) -> tuple[str, bool, float | None, str]:
+    """(code, hidden, points, failure message) of a test cell, read as otter reads it:
+    ``hidden`` as a word of a first comment line (``# HIDDEN``), or the test config."""
+    lines = text.splitlines()
+    hidden = bool(lines and lines[0].lstrip().startswith("#")
+                  and re.search(r"\bhidden\b", lines[0], re.I))
+    if hidden:
+        text = "\n".join(lines[1:])
+    points, message = None, ""
     m = _CONFIG.match(text)
     if m:
-        config = _yaml(m.group(1), "a test's config")
-        hidden = bool(config.get("hidden", False))
-        points = config.get("points") if isinstance(config.get("points"), int | float) else None
+        config = _yaml(m.group(1), f"{where}: the test's config")
+        hidden = bool(config.get("hidden", hidden))
+        points = config.get("points")
         message = str(config.get("failure_message") or "")
         text = text[m.end():]
-    lines = text.splitlines()
-    if lines and re.match(r"^\s*#\s*HIDDEN\s*$", lines[0], re.I):
-        hidden, text = True, "\n".join(lines[1:])
+    text = _unignored(text).strip("\n")
     return (output_test_code(text, want) if want.strip() else text), hidden, points, message
 
 
@@ -197,13 +245,12 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
     while cid in seen:
         cid, k = f"{base}-{k}", k + 1
     seen.add(cid)
-    given = [t[2] for t in tests if t[2] is not None]
-    points = q.get("points")
-    if isinstance(points, list):
-        points = sum(p for p in points if isinstance(p, int | float))
-    if not isinstance(points, int | float) or isinstance(points, bool):
-        points = sum(given) if given else 1.0
     if q.get("manual") or not tests:
+        points = q.get("points", 1)
+        if isinstance(points, dict | list):
+            points = sum(resolve_points(points, [None] * max(len(tests), 1)))
+        if not isinstance(points, int | float) or isinstance(points, bool) or points < 0:
+            raise RubricError(where, [f"question {name!r}: points must be a number"])
         if answers and prompt:
             checks: tuple[Check, ...] = (Check("answer", 1.0, question=prompt),)
             kind = "written"
@@ -212,17 +259,26 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
             rows.append(ImportRow(f"manually graded question {name!r}", where, True,
                                   f"criterion {cid}", "otter grades it by hand: here it must "
                                   "run and the code model reads it; review these"))
+        if tests:
+            rows.append(ImportRow(f"tests of manual question {name!r}", where, False,
+                                  todo="otter shows them to students only; add them as test "
+                                  f"checks {RUBRICS_PAGE} if they should count"))
         return Criterion(cid, prompt or name, kind, float(points), checks, task=prompt)
-    if lang == "r":
-        raise RubricError(where, [f"question {name!r}: otter's R tests are testthat files; "
-                                  f"paste them into test checks {RUBRICS_PAGE}"])
-    weights = [t[2] if t[2] is not None else 1.0 for t in tests]
-    total = sum(weights) or 1.0
-    checks = tuple(Check("test", w / total, name=f"test {j + 1}" + (" (hidden)" if hid else ""),
+    try:
+        points = resolve_points(q.get("points"), [t[2] for t in tests])
+    except ValueError as exc:
+        raise RubricError(where, [f"question {name!r}: {exc}"]) from None
+    total = sum(points)
+    checks = tuple(Check("test", w / total if total else 1 / len(tests),
+                         name=f"test {j + 1}" + (" (hidden)" if hid else ""),
                          code=code, hidden=hid,
                          message="" if hid else (msg or f"A test of {name} did not pass."))
-                   for j, ((code, hid, _, msg), w) in enumerate(zip(tests, weights,
+                   for j, ((code, hid, _, msg), w) in enumerate(zip(tests, points,
                                                                    strict=True)))
-    rows.append(ImportRow(f"tests of {name} ({float(points):g} points, {len(tests)} cases)",
-                          where, True, f"criterion {cid}"))
-    return Criterion(cid, prompt or name, "code", float(points), checks, task=prompt)
+    hidden = sum(1 for t in tests if t[1])
+    rows.append(ImportRow(f"tests of {name} ({total:g} points, {len(tests)} tests)",
+                          where, True, f"criterion {cid}: {len(tests) - hidden} visible and "
+                          f"{hidden} hidden test checks" + (
+                              " (testthat, run in the student's R kernel)"
+                              if lang == "r" else "")))
+    return Criterion(cid, prompt or name, "code", total, checks, task=prompt)
