@@ -1,4 +1,5 @@
-"""Streamlit drawing of an old-system rubric import: what was and was not carried over.
+"""Streamlit drawing of an import (an old-system rubric, an nbgrader or otter notebook):
+what was and was not carried over.
 
 Drawing only; the rows come from grader.rubrics.import_items (``table_rows``). Used by
 the Rubrics page's import and the Grade page's "Create an assignment from files".
@@ -17,15 +18,29 @@ _NOT_CARRIED = "⚠️ not carried over"
 COLUMNS = {
     "status": st.column_config.TextColumn("status", width="small"),
     "in the old rubric": st.column_config.TextColumn(
-        "in the old rubric", width="large", help="The item as the old rubric file has it."),
+        "in the old rubric", width="large", help="The item as the imported file has it."),
     "imported as": st.column_config.TextColumn(
         "imported as", width="medium", help="The criterion and checks it became."),
     "what to do": st.column_config.TextColumn(
         "what to do", width="large", help="What to do instead, where it was not carried "
         "over (criteria and checks are edited on the Rubrics page)."),
     "where in the old file": st.column_config.TextColumn(
-        "where in the old file", help="The item's keys in the old JSON file."),
+        "where in the old file", help="Where the item sits in the imported file (JSON keys, "
+        "or a notebook's cell)."),
 }
+
+
+def _columns(origin: str) -> dict[str, object]:
+    """The table's columns, their headers naming what was imported (an old rubric, an
+    nbgrader or otter notebook)."""
+    if origin == "the old rubric":
+        return COLUMNS
+    return {**COLUMNS,
+            "in the old rubric": st.column_config.TextColumn(
+                f"in {origin}", width="large", help="The item as the imported file has it."),
+            "where in the old file": st.column_config.TextColumn(
+                "where", help="Where the item sits in the imported file (a notebook's cell, "
+                "or a test file).")}
 
 
 def show_import(report: ImportReport) -> None:
@@ -36,4 +51,4 @@ def show_import(report: ImportReport) -> None:
         row["status"] = _STATUS.get(row["status"], _NOT_CARRIED)
     (st.info if report.not_carried else st.success)(report.summary())
     st.dataframe(pd.DataFrame(rows, columns=list(COLUMNS)), hide_index=True,
-                 width="stretch", column_config=COLUMNS)
+                 width="stretch", column_config=_columns(report.origin))

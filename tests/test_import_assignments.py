@@ -20,7 +20,9 @@ from grader.assignment import load_assignment
 from grader.errors import RubricError
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rubrics.import_nbgrader import import_nbgrader, is_nbgrader
+from grader.analysis.answer_labels import find_text
+from grader.analysis.template import normalise_markdown
+from grader.rubrics.import_nbgrader import import_nbgrader, is_nbgrader, question_line
 from grader.rubrics.import_otter import doctest_code, read_ok_test
 from grader.sandbox.execution import kernel_available, sandbox_available
 from grader.service.selfcheck import check_assignment
@@ -323,3 +325,22 @@ def test_an_imported_otter_master_ranks_a_correct_function_above_a_wrong_one(tmp
     assert scores["right"] == pytest.approx(2.0)
     # otter's points: test 2 has 1 of q1's 2, tests 1 and 3 share the other (0.5 each)
     assert scores["wrong"] == pytest.approx(0.5, abs=0.01)
+
+
+@pytest.mark.parametrize(("markdown", "shown"), [
+    ("**Question 1.** Sort `v` into `sorted_v` and count it in `n`.",
+     "Question 1. Sort v into sorted_v and count it in n."),
+    ("## __Task 3__: describe _why_ it grows", "Task 3: describe why it grows"),
+    ("Q2. What is `df.shape`? Explain.", "Q2. What is df.shape? Explain."),
+])
+def test_an_imported_question_reads_as_written_and_is_found_in_its_cell(markdown, shown):
+    # The question an answer check looks for: a name keeps its underscore (the student
+    # reads "sorted_v", not "sortedv"), and the check finds it in the markdown it came from.
+    assert question_line(markdown) == shown
+    assert find_text(normalise_markdown(markdown), normalise_markdown(shown)) >= 0
+
+
+def test_an_import_report_names_what_was_imported():
+    imported = import_nbgrader(nbgrader_source(), "squares.ipynb")
+    assert "items of the nbgrader notebook;" in imported.report.summary()
+    assert imported.report.retitled("Squares").origin == "the nbgrader notebook"

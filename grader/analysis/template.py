@@ -30,10 +30,13 @@ def normalise_code(code: str, language: str) -> str:
 
 _WS = re.compile(r"\s+")
 _MD_NOISE = re.compile(r"[#>*_`~|\-]+")
+_PUNCT_GAP = re.compile(r" ([.,;:!?])(?=\s|$)")
 
 
 def normalise_markdown(text: str) -> str:
-    return _WS.sub(" ", _MD_NOISE.sub(" ", text)).strip().lower()
+    """Lower-cased words without markdown's marks; no space before punctuation, so
+    "in `n`." and "in n." read the same."""
+    return _PUNCT_GAP.sub(r"\1", _WS.sub(" ", _MD_NOISE.sub(" ", text))).strip().lower()
 
 
 def _is_placeholder_line(norm: str, placeholders: tuple[str, ...]) -> bool:

@@ -45,6 +45,7 @@ class ImportRow:
 class ImportReport:
     rubric: Rubric
     rows: tuple[ImportRow, ...] = ()
+    origin: str = "the old rubric"  # what was imported, as the summary names it
 
     @property
     def carried(self) -> list[ImportRow]:
@@ -63,7 +64,7 @@ class ImportReport:
         n, total, left = len(self.rubric.criteria), self.rubric.total_points, \
             len(self.not_carried)
         return (f"Imported {n} criteria ({total:g} points) from {len(self.carried)} items of "
-                f"the old rubric; {left} item{'s' if left != 1 else ''} not carried over"
+                f"{self.origin}; {left} item{'s' if left != 1 else ''} not carried over"
                 + (", each with what to do." if left else "."))
 
     def retitled(self, title: str, why: str = "as you typed it") -> ImportReport:
@@ -76,7 +77,7 @@ class ImportReport:
             r, imported_as=f"title {title!r} ({why}; the old title {old!r} is not used), "
             f"total {self.rubric.total_points:g} points")
             if r.source == "assignment_info" else r for r in self.rows)
-        return ImportReport(dataclasses.replace(self.rubric, title=title), rows)
+        return ImportReport(dataclasses.replace(self.rubric, title=title), rows, self.origin)
 
 
 IMPORTED, NOT_CARRIED = "imported", "not carried over"

@@ -115,7 +115,9 @@ def question_line(markdown: str) -> str:
     """The first line of a markdown cell as plain words (heading marks and emphasis
     dropped): the text an answer check finds its question by."""
     for line in markdown.splitlines():
-        plain = " ".join(re.sub(r"[*_`]+", "", line.strip().lstrip("#")).split())
+        # emphasis marks and code ticks go; an underscore inside a name (sorted_v) stays
+        plain = " ".join(re.sub(r"[*`]+|(?<!\w)_+|_+(?!\w)", "", line.strip().lstrip("#"))
+                         .split())
         if plain:
             return plain[:120]
     return ""
@@ -210,7 +212,8 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
         raise RubricError(source, ["the graded cells have no points"])
     placeholders = (TEXT_STUB, "YOUR CODE HERE")
     rubric = Rubric(_title(nb, source), lang, total, tuple(criteria), placeholders)
-    return ImportedAssignment(ImportReport(rubric, tuple(rows)), template, solution)
+    return ImportedAssignment(ImportReport(rubric, tuple(rows), "the nbgrader notebook"), template,
+                              solution)
 
 
 def _title(nb: Any, source: str) -> str:

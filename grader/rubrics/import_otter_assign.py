@@ -214,7 +214,8 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
                   for ln in _text(c).splitlines() if ln.strip().startswith("#")), "Assignment")
     rubric = Rubric(title, "r" if lang == "r" else "python", total, tuple(criteria),
                     (MD_STUB, "YOUR CODE HERE" if lang == "r" else "..."))
-    return ImportedAssignment(ImportReport(rubric, tuple(rows)), template, solution)
+    report = ImportReport(rubric, tuple(rows), "otter's master notebook")
+    return ImportedAssignment(report, template, solution)
 
 
 def _test(text: str, want: str, where: str) -> tuple[str, bool, float | None, str]:

@@ -111,8 +111,8 @@ def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
                           todo="nothing to do: kept as given; without otter installed they "
                                "fail here, and a given cell's error is never the student's "
                                "(the tests run after the notebook, in the student's kernel)"))
-    imported = ImportedAssignment(ImportReport(rubric, tuple(rows)), copy.deepcopy(tpl),
-                                  copy.deepcopy(sol))
+    imported = ImportedAssignment(ImportReport(rubric, tuple(rows), "otter's tests"),
+                                  copy.deepcopy(tpl), copy.deepcopy(sol))
     out.mkdir(parents=True, exist_ok=True)
     write_assignment(imported, out, _data_beside(template, out))
     return imported.report
