@@ -16,12 +16,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from grader.analysis.answer_labels import find_text
+from grader.analysis.template import normalise_markdown
 from grader.assignment import load_assignment
 from grader.errors import RubricError
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.analysis.answer_labels import find_text
-from grader.analysis.template import normalise_markdown
 from grader.rubrics.import_nbgrader import import_nbgrader, is_nbgrader, question_line
 from grader.rubrics.import_otter import doctest_code, read_ok_test
 from grader.sandbox.execution import kernel_available, sandbox_available
@@ -86,7 +86,7 @@ def test_an_nbgrader_notebook_becomes_template_solution_and_rubric():
         ("plot_task", "written", 1.0)]
     tests = rubric.criteria[0].checks
     assert [(t.name, t.hidden, t.weight) for t in tests] == [
-        ("tests", False, 0.5), ("hidden tests", True, 0.5)]
+        ("test_squares", False, 0.5), ("test_squares (hidden)", True, 0.5)]
     assert "squares(5)" in tests[1].code
     assert "squares(5)" not in tests[0].code
     assert rubric.criteria[1].checks[0].question == "Question 2"
@@ -289,7 +289,7 @@ def test_an_otter_master_notebook_becomes_template_solution_and_rubric():
         ("q1", "code", 2.0), ("q2", "written", 1.0)]
     tests = rubric.criteria[0].checks
     assert [(t.name, t.hidden) for t in tests] == [
-        ("test 1", False), ("test 2 (hidden)", True), ("test 3 (hidden)", True)]
+        ("q1 - 1", False), ("q1 - 2 (hidden)", True), ("q1 - 3 (hidden)", True)]
     assert rubric.criteria[1].checks[0].question == "Question 2. Why is a square never negative?"
     template = [c.source for c in imported.template.cells]
     assert "def square(x):\n    ..." in template

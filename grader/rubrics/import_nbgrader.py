@@ -234,11 +234,11 @@ def _tests(code: str, gid: str, cid: str, points: float, question: str,
     shown = "\n".join(visible).strip("\n")
     secret = "\n\n".join("\n".join(block) for block in hidden).strip("\n")
     parts = [(name, text, hide) for name, text, hide in
-             (("tests", shown, False), ("hidden tests", secret, True)) if text.strip()]
+             ((gid, shown, False), (f"{gid} (hidden)", secret, True)) if text.strip()]
     if not parts:
         raise RubricError(where, ["an autograded test cell with no code"])
-    checks = tuple(Check("test", 1 / len(parts), name=name, code=text, hidden=hide,
-                         message="" if hide else f"The tests of {gid} did not pass.")
+    # no message of our own: the letter then quotes what failed (the assertion's line)
+    checks = tuple(Check("test", 1 / len(parts), name=name, code=text, hidden=hide)
                    for name, text, hide in parts)
     note = ("nbgrader scores the cell all or nothing; here its visible and hidden tests "
             "are two checks of half the points each") if len(parts) == 2 else ""

@@ -162,16 +162,15 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
         total = sum(points)
         if test.get("all_or_nothing"):
             checks: tuple[Check, ...] = (Check(
-                "test", 1.0, name="tests", hidden=any(hides),
+                "test", 1.0, name=qname, hidden=any(hides),
                 code=doctest_code([textwrap.dedent(str(c["code"])) for c in cases]),
-                message="" if any(hides) else f"The tests of {qname} did not pass."),)
+                message=""),)
         else:
             checks = tuple(Check(
                 "test", p / total if total else 1 / len(cases),
                 name=str(c.get("name") or f"{qname} - {j + 1}") + (" (hidden)" if hide else ""),
                 code=code, hidden=hide,
-                message="" if hide else str(c.get("failure_message")
-                                             or f"A test of {qname} did not pass."))
+                message="" if hide else str(c.get("failure_message") or ""))
                 for j, (c, p, code, hide) in enumerate(zip(cases, points, codes, hides,
                                                            strict=True)))
         cid = _cid(qname, seen)

@@ -271,9 +271,9 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
         raise RubricError(where, [f"question {name!r}: {exc}"]) from None
     total = sum(points)
     checks = tuple(Check("test", w / total if total else 1 / len(tests),
-                         name=f"test {j + 1}" + (" (hidden)" if hid else ""),
+                         name=f"{name} - {j + 1}" + (" (hidden)" if hid else ""),  # otter's
                          code=code, hidden=hid,
-                         message="" if hid else (msg or f"A test of {name} did not pass."))
+                         message="" if hid else msg)
                    for j, ((code, hid, _, msg), w) in enumerate(zip(tests, points,
                                                                    strict=True)))
     hidden = sum(1 for t in tests if t[1])
