@@ -8,8 +8,6 @@ for real: a correct function ranks above a wrong one that passes the visible tes
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -25,7 +23,7 @@ from grader.pipeline import GradeInput, Grader
 from grader.rubrics.import_nbgrader import import_nbgrader, is_nbgrader, question_line
 from grader.rubrics.import_otter import doctest_code, read_ok_test
 from grader.sandbox.execution import kernel_available, sandbox_available
-from grader.service.selfcheck import check_assignment
+from tests.import_cli import import_and_check
 
 needs_kernel = pytest.mark.skipif(not sandbox_available() or not kernel_available("python"),
                                   reason="bubblewrap or the Python kernel is missing")
@@ -153,11 +151,6 @@ def otter_files(root: Path) -> tuple[Path, Path, Path]:
     return root / "hw.ipynb", root / "key.ipynb", root / "tests"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 def grade(folder: Path, bodies: dict[str, str], tmp: Path) -> dict[str, float]:
     a = load_assignment(folder)
     grader = Grader(a, GradeOptions(execute=True, use_llm=False))
@@ -176,14 +169,9 @@ def grade(folder: Path, bodies: dict[str, str], tmp: Path) -> dict[str, float]:
 @needs_kernel
 def test_imported_otter_tests_rank_a_correct_function_above_a_wrong_one(tmp_path):
     hw, key, tests = otter_files(tmp_path / "src")
-    done = cli("import", "otter", str(hw), "--solution", str(key), "--tests", str(tests),
-               "--out", str(tmp_path / "squares"))
-    assert done.returncode == 0, done.stderr
-    assert "tests of q1 (2 points, 2 cases): carried" in done.stdout
-    check = check_assignment(load_assignment(tmp_path / "squares"))
-    assert check.solution_percent == pytest.approx(100.0)
-    assert check.template_percent is not None
-    assert check.template_percent <= 5
+    said = import_and_check("otter", hw, tmp_path / "squares", "--solution", str(key),
+                            "--tests", str(tests))
+    assert "tests of q1 (2 points, 2 cases): carried" in said
     scores = grade(tmp_path / "squares", {
         "right": ("def square", "def square(x):\n    return x ** 2"),
         "wrong": ("def square", "def square(x):\n    return x * 3")}, tmp_path)
@@ -197,14 +185,8 @@ def test_an_imported_nbgrader_assignment_checks_itself_and_grades(tmp_path):
     src.mkdir()
     nbformat.write(nbgrader_source(), src / "squares.ipynb")
     (src / "numbers.csv").write_text("n\n1\n2\n", encoding="utf-8")
-    done = cli("import", "nbgrader", str(src / "squares.ipynb"), "--out", str(tmp_path / "sq"))
-    assert done.returncode == 0, done.stderr
-    assert "NOT carried" in done.stdout
+    assert "NOT carried" in import_and_check("nbgrader", src / "squares.ipynb", tmp_path / "sq")
     assert (tmp_path / "sq" / "numbers.csv").is_file()  # the data beside it came along
-    check = check_assignment(load_assignment(tmp_path / "sq"))
-    assert check.solution_percent == pytest.approx(100.0)
-    assert check.template_percent is not None
-    assert check.template_percent <= 5
     scores = grade(tmp_path / "sq", {
         "right": ("def squares", "\n".join(line for line in SOLUTION.splitlines()
                                             if "SOLUTION" not in line)),
@@ -313,12 +295,7 @@ def test_an_otter_master_notebook_becomes_template_solution_and_rubric():
 @needs_kernel
 def test_an_imported_otter_master_ranks_a_correct_function_above_a_wrong_one(tmp_path):
     nbformat.write(otter_master(), tmp_path / "master.ipynb")
-    done = cli("import", "otter", str(tmp_path / "master.ipynb"), "--out", str(tmp_path / "sq"))
-    assert done.returncode == 0, done.stderr
-    check = check_assignment(load_assignment(tmp_path / "sq"))
-    assert check.solution_percent == pytest.approx(100.0)
-    assert check.template_percent is not None
-    assert check.template_percent <= 5
+    import_and_check("otter", tmp_path / "master.ipynb", tmp_path / "sq")
     scores = grade(tmp_path / "sq", {
         "right": ("def square", "def square(x):\n    return x ** 2"),
         "wrong": ("def square", "def square(x):\n    return x * 3")}, tmp_path)

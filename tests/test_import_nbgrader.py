@@ -4,18 +4,13 @@ assignment's self-check in the R kernel."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader.assignment import load_assignment
 from grader.rubrics.import_nbgrader import STUBS, import_nbgrader
 from grader.sandbox.execution import kernel_available, sandbox_available
-from grader.service.selfcheck import check_assignment
+from tests.import_cli import import_and_check
 
 R = {"kernelspec": {"name": "ir", "language": "R", "display_name": "R"}}
 
@@ -71,12 +66,4 @@ def test_an_r_nbgrader_notebook_gets_the_r_stub_and_a_code_task():
                     reason="bubblewrap or the R kernel is missing")
 def test_an_imported_r_nbgrader_assignment_checks_itself(tmp_path):
     nbformat.write(r_source(), tmp_path / "means.ipynb")
-    done = subprocess.run([sys.executable, "-m", "grader", "import", "nbgrader",
-                           str(tmp_path / "means.ipynb"), "--out", str(tmp_path / "m")],
-                          capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0, done.stderr
-    check = check_assignment(load_assignment(tmp_path / "m"))
-    assert check.solution_percent == pytest.approx(100.0)
-    assert check.template_percent is not None
-    assert check.template_percent <= 5
+    import_and_check("nbgrader", tmp_path / "means.ipynb", tmp_path / "m")

@@ -5,20 +5,15 @@ ignored lines), down to the imported assignment's self-check."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-from grader.assignment import load_assignment
 from grader.errors import RubricError
 from grader.rubrics.import_otter import otter_criteria, resolve_points
 from grader.rubrics.import_otter_assign import import_otter_assign
 from grader.sandbox.execution import kernel_available, sandbox_available
-from grader.service.selfcheck import check_assignment
+from tests.import_cli import import_and_check
 
 R = {"kernelspec": {"name": "ir", "language": "R", "display_name": "R"}}
 
@@ -33,6 +28,9 @@ def test_points_resolve_as_otter_resolves_them():
         resolve_points(1, [2, None])
     with pytest.raises(ValueError, match="2 points for 3 cases"):
         resolve_points([1, 1], [None, None, None])
+    with pytest.raises(ValueError, match="each must be a number"):
+        resolve_points({"each": None}, [None])
+    assert resolve_points(None, [0, None]) == [0.0, 1.0]  # only zeros: 1 for the rest
 
 
 OK = '''OK_FORMAT = True
@@ -110,6 +108,13 @@ def r_master():
     ])
 
 
+def test_a_manual_question_with_points_for_tests_it_does_not_have_is_refused():
+    nb = r_master()
+    nb.cells[13].source = "# BEGIN QUESTION\nname: q2\nmanual: true\npoints: [1, 2]"
+    with pytest.raises(RubricError, match=r"q2.*2 points for 1 cases"):
+        import_otter_assign(nb, "master.ipynb")
+
+
 def test_an_r_master_notebook_becomes_testthat_checks_and_r_placeholders():
     imported = import_otter_assign(r_master(), "master.ipynb")
     rubric = imported.report.rubric
@@ -138,13 +143,4 @@ def test_an_r_master_notebook_becomes_testthat_checks_and_r_placeholders():
                     reason="bubblewrap or the R kernel is missing")
 def test_an_imported_r_master_checks_itself(tmp_path):
     nbformat.write(r_master(), tmp_path / "master.ipynb")
-    done = subprocess.run([sys.executable, "-m", "grader", "import", "otter",
-                           str(tmp_path / "master.ipynb"), "--out", str(tmp_path / "vec")],
-                          capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0, done.stderr
-    assert "testthat" in done.stdout
-    check = check_assignment(load_assignment(tmp_path / "vec"))
-    assert check.solution_percent == pytest.approx(100.0)
-    assert check.template_percent is not None
-    assert check.template_percent <= 5
+    assert "testthat" in import_and_check("otter", tmp_path / "master.ipynb", tmp_path / "vec")

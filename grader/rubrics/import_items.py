@@ -18,16 +18,28 @@ from typing import Any
 from .checks import alternatives
 from .schema import Criterion, Rubric
 
-__all__ = ["ImportReport", "ImportRow", "describe", "other_rows", "report_lines",
-           "section_extra_row", "table_rows", "words"]
+__all__ = ["ImportReport", "ImportRow", "criterion_id", "describe", "other_rows",
+           "report_lines", "section_extra_row", "table_rows", "words"]
 
 RUBRICS_PAGE = "on the Rubrics page"
+_ID = re.compile(r"[^a-z0-9_-]+")
 OVERRIDE = "where a student's work deserves other credit, override the criterion in Review"
 _RUNS = ("Not needed: the grader runs every notebook itself, so a cell the student left "
          "unrun costs nothing and hides nothing. To take points when cells fail, add a "
          f"criterion with a runs check {RUBRICS_PAGE}.")
 _TEMPLATE = ("Nothing to do: code copied from the template earns nothing here, so an "
              "unfilled template scores 0 on the code checks.")
+
+
+def criterion_id(raw: str, seen: set[str], fallback: str = "question") -> str:
+    """A criterion id from an imported name (lower case, ``-`` for anything else),
+    made unique among ``seen`` with ``-2``, ``-3``..., and added to it."""
+    base = _ID.sub("-", raw.lower()).strip("-") or fallback
+    cid, n = base, 2
+    while cid in seen:
+        cid, n = f"{base}-{n}", n + 1
+    seen.add(cid)
+    return cid
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import RubricError
 from .checks import Check
-from .import_items import RUBRICS_PAGE, ImportReport, ImportRow
+from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
 from .schema import Criterion, Rubric
 
 __all__ = ["ImportedAssignment", "import_nbgrader", "is_nbgrader", "question_line"]
@@ -47,7 +47,6 @@ _END_HIDDEN = re.compile(r"^\s*(#+|//+)?\s*END HIDDEN TESTS\s*$")
 STUBS = {"python": "# YOUR CODE HERE\nraise NotImplementedError()",
          "r": "# YOUR CODE HERE\nfail() # No Answer - remove if you provide an answer"}
 TEXT_STUB = "YOUR ANSWER HERE"
-_ID = re.compile(r"[^a-z0-9_-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +130,6 @@ def _question(nb: Any, index: int) -> str:
     return ""
 
 
-def _cid(raw: str, index: int, seen: set[str]) -> str:
-    base = _ID.sub("-", raw.lower()).strip("-") or f"cell-{index}"
-    cid, n = base, 2
-    while cid in seen:
-        cid, n = f"{base}-{n}", n + 1
-    seen.add(cid)
-    return cid
-
-
 def _points(meta: dict[str, Any], where: str) -> float:
     points = meta.get("points", 0)
     if not isinstance(points, int | float) or isinstance(points, bool) or points < 0:
@@ -176,25 +166,26 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
             if kind == "code":
                 template.cells[i].outputs, template.cells[i].execution_count = [], None
         if grade and not sol and kind == "code":
-            crit, row = _tests(cell.source, gid, _cid(gid, i, seen), _points(meta, where),
-                               _question(nb, i), where)
+            crit, row = _tests(cell.source, gid, criterion_id(gid, seen, f"cell-{i}"),
+                               _points(meta, where), _question(nb, i), where)
             criteria.append(crit)
             rows.append(row)
             visible, _ = _regions(cell.source, _BEGIN_HIDDEN, _END_HIDDEN)
             template.cells[i].source = "\n".join(visible).strip("\n")
             template.cells[i].outputs, template.cells[i].execution_count = [], None
         elif grade and sol:
-            criteria.append(_manual(kind, gid, _cid(gid, i, seen), _points(meta, where),
-                                    _question(nb, i)))
+            criteria.append(_manual(kind, gid, criterion_id(gid, seen, f"cell-{i}"),
+                                    _points(meta, where), _question(nb, i)))
             rows.append(ImportRow(f"manually graded {kind} answer {gid!r}", where, True,
                                   f"criterion {criteria[-1].id}",
                                   "" if kind == "markdown" else
                                   "nbgrader grades it by hand: here it must run, and the "
                                   "code model reads it; review these"))
         elif task:
-            criteria.append(_task(cell.source, gid, _cid(gid, i, seen), _points(meta, where),
-                                  _answered_in_code(nb, i)))
-            rows.append(ImportRow(f"task {gid!r} ({_points(meta, where):g} points)", where,
+            points = _points(meta, where)
+            criteria.append(_task(cell.source, gid, criterion_id(gid, seen, f"cell-{i}"),
+                                  points, _answered_in_code(nb, i)))
+            rows.append(ImportRow(f"task {gid!r} ({points:g} points)", where,
                                   True, f"criterion {criteria[-1].id} "
                                   f"({criteria[-1].kind})", "nbgrader's tasks are graded by "
                                   "hand from any cells: here the answer under the task is "

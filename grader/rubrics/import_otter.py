@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import doctest
-import re
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -29,13 +28,12 @@ from typing import Any
 from ..errors import RubricError
 from ..pyast import parse
 from .checks import Check
-from .import_items import RUBRICS_PAGE, ImportRow
+from .import_items import RUBRICS_PAGE, ImportRow, criterion_id
 from .schema import Criterion
 
 __all__ = ["doctest_code", "otter_criteria", "output_test_code", "read_ok_test",
            "resolve_points"]
 
-_ID = re.compile(r"[^a-z0-9_-]+")
 _RUNNER = '''import doctest as _doctest
 _cases = {cases!r}
 _failed = []
@@ -107,7 +105,10 @@ def resolve_points(total: Any, given: list[float | None]) -> list[float]:
     is shared by the cases without points of their own, after those with; no total
     gives the cases without points 0 when some have points, else 1 shared among them."""
     if isinstance(total, dict):  # otter assign's {each: p}
-        total = float(total.get("each", 1)) * len(given)
+        each = total.get("each", 1)
+        if not isinstance(each, int | float) or isinstance(each, bool):
+            raise ValueError(f"points' each must be a number, not {each!r}")
+        total = each * len(given)
     if isinstance(total, list):
         if len(total) != len(given):
             raise ValueError(f"{len(total)} points for {len(given)} cases")
@@ -152,19 +153,19 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
                       and str(c.get("code", "")).strip()]
         if not cases:
             raise RubricError(name, ["no cases: nothing to test"])
+        texts = [textwrap.dedent(str(c["code"])) for c in cases]
+        whole = bool(test.get("all_or_nothing"))
         try:
             points = resolve_points(test.get("points"), [c.get("points") for c in cases])
-            codes = [doctest_code([textwrap.dedent(str(c["code"]))]) for c in cases]
+            codes = [doctest_code(texts)] if whole else [doctest_code([t]) for t in texts]
         except ValueError as exc:
             raise RubricError(name, [str(exc)]) from None
         # otter: a case is hidden unless it says otherwise
         hides = [bool(c.get("hidden", True)) for c in cases]
         total = sum(points)
-        if test.get("all_or_nothing"):
-            checks: tuple[Check, ...] = (Check(
-                "test", 1.0, name=qname, hidden=any(hides),
-                code=doctest_code([textwrap.dedent(str(c["code"])) for c in cases]),
-                message=""),)
+        if whole:
+            checks: tuple[Check, ...] = (Check("test", 1.0, name=qname, hidden=any(hides),
+                                               code=codes[0]),)
         else:
             checks = tuple(Check(
                 "test", p / total if total else 1 / len(cases),
@@ -173,22 +174,14 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
                 message="" if hide else str(c.get("failure_message") or ""))
                 for j, (c, p, code, hide) in enumerate(zip(cases, points, codes, hides,
                                                            strict=True)))
-        cid = _cid(qname, seen)
+        cid = criterion_id(qname, seen)
         criteria.append(Criterion(cid, qname, "code", float(total), checks, task=qname,
                                   description=f"otter's tests of {qname}."))
         shown = sum(1 for h in hides if not h)
-        rows.append(ImportRow(f"tests of {qname} ({total:g} points, {len(cases)} cases)", name,
+        n = len(cases)
+        rows.append(ImportRow(f"tests of {qname} ({total:g} point{'s' * (total != 1)}, {n} "
+                              f"case{'s' * (n != 1)})", name,
                               True, f"criterion {cid}: {shown} visible and "
                               f"{len(cases) - shown} hidden test checks"
-                              + (" (all or nothing: one check)"
-                                 if test.get("all_or_nothing") else "")))
+                              + (" (all or nothing: one check)" if whole else "")))
     return criteria, rows
-
-
-def _cid(raw: str, seen: set[str]) -> str:
-    base = _ID.sub("-", raw.lower()).strip("-") or "question"
-    cid, k = base, 2
-    while cid in seen:
-        cid, k = f"{base}-{k}", k + 1
-    seen.add(cid)
-    return cid

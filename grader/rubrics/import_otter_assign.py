@@ -40,7 +40,7 @@ import yaml
 
 from ..errors import RubricError
 from .checks import Check
-from .import_items import RUBRICS_PAGE, ImportReport, ImportRow
+from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
 from .import_nbgrader import ImportedAssignment, question_line
 from .import_otter import output_test_code, resolve_points
 from .schema import Criterion, Rubric
@@ -52,7 +52,6 @@ _BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS|PROMPT)\
 # otter's BEGIN_TEST_CONFIG_REGEX / END_TEST_CONFIG_REGEX (Python's """ and R's . = ")
 _CONFIG = re.compile(r'^\s*(?:\.\s*=\s*)?""?"?\s*#\s*BEGIN\s*TEST\s*CONFIG[^\n]*\n(.*?)\n'
                      r'\s*""?"?\s*#\s*END\s*TEST\s*CONFIG[^\n]*(\n|$)', re.S | re.I)
-_ID = re.compile(r"[^a-z0-9_-]+")
 
 
 def _text(cell: Any) -> str:
@@ -115,7 +114,7 @@ def _release(code: str, lang: str = "python") -> str:
         elif lang != "r" and (m := _PY_ASSIGN.match(line)):
             out.append(m.group(1) + " ...")
         elif (m := _ANY_SOLUTION.match(line)):
-            out.append(m.group(1) + ("# YOUR CODE HERE" if lang == "r" else "..."))
+            out.append(m.group(1) + block)
         else:
             out.append(line)
     return "\n".join(out)
@@ -241,17 +240,12 @@ def _test(text: str, want: str, where: str) -> tuple[str, bool, float | None, st
 def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], lang: str,
                seen: set[str], rows: list[ImportRow], where: str) -> Criterion:
     name = str(q["name"])
-    base = _ID.sub("-", name.lower()).strip("-") or "question"
-    cid, k = base, 2
-    while cid in seen:
-        cid, k = f"{base}-{k}", k + 1
-    seen.add(cid)
+    cid = criterion_id(name, seen)
     if q.get("manual") or not tests:
-        points = q.get("points", 1)
-        if isinstance(points, dict | list):
-            points = sum(resolve_points(points, [None] * max(len(tests), 1)))
-        if not isinstance(points, int | float) or isinstance(points, bool) or points < 0:
-            raise RubricError(where, [f"question {name!r}: points must be a number"])
+        try:
+            points = sum(resolve_points(q.get("points", 1), [None] * max(len(tests), 1)))
+        except ValueError as exc:
+            raise RubricError(where, [f"question {name!r}: {exc}"]) from None
         if answers and prompt:
             checks: tuple[Check, ...] = (Check("answer", 1.0, question=prompt),)
             kind = "written"
@@ -277,7 +271,9 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
                    for j, ((code, hid, _, msg), w) in enumerate(zip(tests, points,
                                                                    strict=True)))
     hidden = sum(1 for t in tests if t[1])
-    rows.append(ImportRow(f"tests of {name} ({total:g} points, {len(tests)} tests)",
+    n = len(tests)
+    rows.append(ImportRow(f"tests of {name} ({total:g} point{'s' * (total != 1)}, {n} "
+                          f"test{'s' * (n != 1)})",
                           where, True, f"criterion {cid}: {len(tests) - hidden} visible and "
                           f"{hidden} hidden test checks" + (
                               " (testthat, run in the student's R kernel)"
