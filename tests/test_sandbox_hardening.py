@@ -229,13 +229,15 @@ def test_the_sandbox_shows_only_the_allow_list_and_python_still_works(
     assert not {"srv", "mnt", "media"} & set(report["root"])
     seen = report["seen"]
     assert seen["/home"] == ["/home/jovyan/work/x.csv"]
+    ours = {str(execution.RUNNER), *(str(f) for f in execution.BRIDGE_FILES if f.exists())}
     for top in ("/root", "/work", "/srv", "/mnt", "/opt", "/media"):  # runtimes, nothing else
-        assert all(p.endswith("/") or p == str(execution.RUNNER) for p in seen[top] or []), top
-        assert {p.rstrip("/") for p in seen[top] or []} <= set(map(str, shown)), top
+        assert all(p.endswith("/") or p in ours for p in seen[top] or []), top
+        assert {p.rstrip("/") for p in seen[top] or []} <= set(map(str, shown)) | ours, top
     # /tmp is the run's own: the way to its folder and what the kernel wrote, no host entry
     assert str(tmp_path / "runs") + "/" in seen["/tmp"]
     assert not {p.split("/")[2] for p in seen["/tmp"]} & (host_tmp - {tmp_path.parts[2]})
     assert report["exists"] == {p: p == str(execution.RUNNER) for p in paths}
+    assert not any("execution.py" in p or "tests.py" in p for p in ours)  # the runner's own
 
 
 @pytest.mark.slow

@@ -250,60 +250,48 @@ def test_a_test_that_fails_on_the_solution_is_not_the_students_in_the_letter():
 
 
 # -- reading the runner's events ----------------------------------------------------------
-def events_for(plan, outcomes: dict[str, tuple[str, str]]) -> list[dict]:
-    """Runner events: for each item id, the harness's (status, detail) line."""
+def verdicts(plan, outcomes: dict[str, tuple[str, str]]) -> list[dict]:
+    """Runner events: for each test, the verifier's (status, detail)."""
     out = []
     for item in plan.items:
         status, detail = outcomes.get(item["id"], ("passed", ""))
-        line = plan.marker + json.dumps({"status": status, "detail": detail, "note": ""})
-        out.append({"event": "test", "id": item["id"], "outcome": "ok",
-                    "text": f"noise\n{line}\n", "error": "", "seconds": 0.1})
+        out.append({"event": "test", "id": item["id"], "outcome": "ok", "status": status,
+                    "detail": detail, "note": "", "error": "", "seconds": 0.1})
     return out
 
 
-def controls_ok(plan) -> dict[str, tuple[str, str]]:
-    return {i["id"]: ("failed", f"boom {plan.nonce}") for i in plan.items if "-fail-" in i["id"]}
-
-
-def test_results_are_read_per_test_when_the_controls_behave():
-    plan = sandbox_tests.harness_cells("python", [InstructorTest("fn/a", "assert 1", 5),
-                                                  InstructorTest("fn/b", "assert 0", 5)])
+def test_results_are_read_per_test():
+    plan = sandbox_tests.test_plan("python", [InstructorTest("fn/a", "assert 1", 5),
+                                              InstructorTest("fn/b", "assert 0", 5)])
     assert plan is not None
     assert plan.keys == ("fn/a", "fn/b")
-    runs, faults = sandbox_tests.read_tests(plan, events_for(
-        plan, controls_ok(plan) | {"fn/b": ("failed", "assert 0")}))
+    assert [i["code"] for i in plan.items] == ["assert 1", "assert 0"]  # no harness around
+    runs, faults = sandbox_tests.read_tests(plan, verdicts(plan, {"fn/b": ("failed",
+                                                                          "assert 0")}))
     assert faults == []
     assert (runs["fn/a"].status, runs["fn/b"].status, runs["fn/b"].detail) == (
         "passed", "failed", "assert 0")
 
 
-def test_a_control_that_passes_makes_every_result_untrusted():
-    plan = sandbox_tests.harness_cells("r", [InstructorTest("fn/a", "stopifnot(x)", 5)])
+def test_an_unreliable_verdict_and_the_bridges_findings_are_tampering():
+    plan = sandbox_tests.test_plan("r", [InstructorTest("fn/a", "stopifnot(x)", 5)])
     assert plan is not None
-    runs, faults = sandbox_tests.read_tests(plan, events_for(plan, {}))  # all "passed"
+    events = verdicts(plan, {"fn/a": ("unreliable", "an answer the binding did not write")})
+    events.append({"event": "tampering", "found": ["the notebook replaces jsonlite.toJSON"]})
+    runs, faults = sandbox_tests.read_tests(plan, events)
     assert runs["fn/a"].status == "unreliable"
-    assert faults
-    assert "a test that must fail gave 'passed'" in faults[0].text
+    assert [f.text for f in faults] == ["the notebook replaces jsonlite.toJSON",
+                                        "an answer the binding did not write"]
 
 
-def test_a_missing_result_line_is_untrusted_and_a_missing_event_not_run():
-    plan = sandbox_tests.harness_cells("python", [InstructorTest("fn/a", "assert 1", 5),
-                                                  InstructorTest("fn/b", "assert 1", 5)])
+def test_an_unreadable_status_is_unreliable_and_a_missing_event_not_run():
+    plan = sandbox_tests.test_plan("python", [InstructorTest("fn/a", "assert 1", 5),
+                                              InstructorTest("fn/b", "assert 1", 5)])
     assert plan is not None
-    events = [e for e in events_for(plan, controls_ok(plan)) if e["id"] != "fn/b"]
-    next(e for e in events if e["id"] == "fn/a")["text"] = "printed by the student\n"
+    events = [e for e in verdicts(plan, {"fn/a": ("PASSED!!", "")}) if e["id"] != "fn/b"]
     runs, _ = sandbox_tests.read_tests(plan, events)
     assert runs["fn/a"].status == "unreliable"
-    assert "never arrived" in runs["fn/a"].detail
     assert runs["fn/b"].status == "not run"
-
-
-def test_code_with_the_harness_words_and_r_quotes_is_kept_intact():
-    code = "MAX <- 3; CODE <- ')-\"'\nstopifnot(MAX == 3, nchar(CODE) == 3)"
-    plan = sandbox_tests.harness_cells("r", [InstructorTest("fn/MARKER", code, 5)])
-    assert plan is not None
-    cell = next(i["code"] for i in plan.items if i["id"] == "fn/MARKER")
-    assert f'r"--({code})--"' in cell
 
 
 # -- real kernels: Python -----------------------------------------------------------------
@@ -339,7 +327,7 @@ def test_python_tests_pass_fail_error_time_out_and_leave_the_inspection_alone(tm
                      "    assert f(1) == 5\n\ndef helper():\n    raise RuntimeError('no')",
         "mutates": "data.append(4)\nz = 1",
         "slow": "while True:\n    pass",
-        "after": "assert data == [1, 2, 3, 4] and 'z' not in globals()",
+        "after": "assert data == [1, 2, 3] and 'z' not in globals()",
     }, timeout_s={"slow": 3}, inspect=["data"])
     t = res.tests
     assert res.error == ""
@@ -352,16 +340,19 @@ def test_python_tests_pass_fail_error_time_out_and_leave_the_inspection_alone(tm
     assert (t["functions"].status, t["functions"].detail) == ("failed", "assert f(1) == 5")
     assert t["slow"].status == "timeout"
     assert "within 3" in t["slow"].detail
-    assert t["after"].status == "passed"  # same objects, own namespace, after a timeout
+    # each test sees the student's values as the notebook left them, whatever an earlier
+    # test did to its own copy, and after a timeout
+    assert t["after"].status == "passed"
     assert res.variables["data"].values == [1, 2, 3]  # inspected before any test ran
 
 
 @pytest.mark.slow
 @needs_kernel
 def test_a_test_that_kills_the_kernel_does_not_take_the_others(tmp_path):
-    res = run_tests(tmp_path, [STUDENT_PY], {
+    crash = "import os, signal\ndef crash():\n    os.kill(os.getpid(), signal.SIGKILL)"
+    res = run_tests(tmp_path, [STUDENT_PY, crash], {
         "before": "assert f(1) == 2",
-        "kill": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+        "kill": "crash()",  # the student's function kills its kernel when the test calls it
         "after": "assert f(5) == 10 and data == [1, 2, 3]",
     })
     assert res.tests["before"].status == "passed"
@@ -372,19 +363,22 @@ def test_a_test_that_kills_the_kernel_does_not_take_the_others(tmp_path):
 
 @pytest.mark.slow
 @needs_kernel
-def test_monkeypatched_builtins_make_the_tests_untrusted(tmp_path):
+def test_monkeypatched_builtins_do_not_reach_the_verdicts_and_are_flagged(tmp_path):
     res = run_tests(tmp_path, [STUDENT_PY, "import builtins\nbuiltins.abs = lambda x: 0\n"
                                "builtins.divmod = print"],
-                    {"abs": "assert abs(-2) == 0", "fails": "assert f(2) == 5"})
-    for key in ("abs", "fails"):
-        assert res.tests[key].status == "unreliable"
-        assert "replaces Python's abs, divmod" in res.tests[key].detail
-    assert res.tampering
+                    {"abs": "assert abs(-2) == 0", "fails": "assert f(2) == 5",
+                     "passes": "assert f(2) == 4"})
+    assert res.tests["abs"].status == "failed"  # the verifier's abs is Python's own
+    assert res.tests["fails"].status == "failed"
+    assert res.tests["passes"].status == "passed"
+    found = " ".join(e.text for e in res.check_tampering)
+    assert "builtins.abs" in found
+    assert "builtins.divmod" in found
 
 
 @pytest.mark.slow
 @needs_kernel
-def test_a_compile_that_strips_the_tests_asserts_is_caught(tmp_path):
+def test_a_compile_that_strips_the_tests_asserts_changes_nothing(tmp_path):
     strip = ("import ast, builtins\n_compile = builtins.compile\n"
              "class NoAsserts(ast.NodeTransformer):\n"
              "    def visit_Assert(self, node):\n        return ast.Pass()\n"
@@ -395,22 +389,22 @@ def test_a_compile_that_strips_the_tests_asserts_is_caught(tmp_path):
              "    return _compile(src, filename, mode, flags, *a, **k)\n"
              "builtins.compile = compile")
     res = run_tests(tmp_path, [STUDENT_PY, strip], {"fails": "assert f(2) == 5"})
-    assert res.tests["fails"].status == "unreliable"
-    assert "replaces Python's compile" in res.tests["fails"].detail
+    assert res.tests["fails"].status == "failed"
+    assert any("builtins.compile" in e.text for e in res.check_tampering)
 
 
 @pytest.mark.slow
 @needs_kernel
-def test_output_rewritten_by_the_notebook_is_caught_by_the_controls(tmp_path):
+def test_output_rewritten_by_the_notebook_does_not_reach_the_verdicts(tmp_path):
     forge = ("import sys\nclass Forge:\n    def __init__(self, out):\n        self.out = out\n"
              "    def write(self, s):\n"
              "        return self.out.write(s.replace('\"failed\"', '\"passed\"'))\n"
              "    def __getattr__(self, name):\n        return getattr(self.out, name)\n"
              "sys.stdout = Forge(sys.stdout)")
-    res = run_tests(tmp_path, [STUDENT_PY, forge], {"fails": "assert f(2) == 5"})
-    assert res.tests["fails"].status == "unreliable"
-    assert "a test that must fail gave 'passed'" in res.tests["fails"].detail
-    assert any("cannot be trusted" in e.text for e in res.tampering)
+    res = run_tests(tmp_path, [STUDENT_PY, forge], {"fails": "assert f(2) == 5",
+                                                    "passes": "assert f(3) == 6"})
+    assert res.tests["fails"].status == "failed"
+    assert res.tests["passes"].status == "passed"
 
 
 @pytest.mark.slow
@@ -463,7 +457,7 @@ def test_r_stopifnot_and_testthat_pass_fail_error_and_time_out(tmp_path):
 @pytest.mark.slow
 @pytest.mark.r
 @needs_r
-def test_r_masked_stopifnot_is_not_used_and_a_patched_base_is_caught(tmp_path):
+def test_r_masked_stopifnot_is_not_used_and_a_patched_base_is_flagged(tmp_path):
     masked = run_tests(tmp_path / "a", [STUDENT_R, "stopifnot <- function(...) TRUE\n"
                                         "expect_equal <- function(...) invisible(TRUE)"],
                        {"stop": "stopifnot(f(2) == 5)", "expect": "expect_equal(f(2), 5)"},
@@ -475,9 +469,10 @@ def test_r_masked_stopifnot_is_not_used_and_a_patched_base_is_caught(tmp_path):
                                          'assign("stopifnot", function(...) invisible(TRUE), '
                                          'envir = baseenv())'],
                         {"stop": "stopifnot(f(2) == 5)"}, language="r")
-    assert patched.tests["stop"].status == "unreliable"
-    assert "a test that must fail gave 'passed'" in patched.tests["stop"].detail
-    assert any("cannot be trusted" in e.text for e in patched.tampering)
+    assert patched.tests["stop"].status == "failed"  # judged by R's own, outside the kernel
+    found = [e.text for e in patched.check_tampering]
+    assert "the notebook replaced base::stopifnot" in found
+    assert any("rewrites the base package" in t for t in found)
 
 
 # -- the layer: a test that fails on the solution -----------------------------------------

@@ -146,6 +146,14 @@ class OutputLayer(Layer):
                 f"the notebook changes how errors reach the grader ({shown}); its failing "
                 "cells were still counted from the kernel's replies",
                 tuple(run.tampering[:10])))
+        if run is not None and run.check_tampering:
+            shown = "; ".join(t.text for t in run.check_tampering[:3])
+            result.flags.append(Flag(
+                "check_tampering",
+                f"the notebook interferes with how its values and the instructor's tests "
+                f"reach the grader ({shown}); every verdict was computed outside the "
+                "student's kernel, and a test whose answers could not be trusted earned "
+                "nothing", tuple(run.check_tampering[:10])))
         if run is not None and not run.error:
             result.flags.extend(self._provenance(ctx, run))
             result.details.update(

@@ -11,9 +11,10 @@ size and CPU; only the run's work folder is writable. The parts:
   made; ``grader.sandbox.runs``: private run folders, stale ones removed;
 - ``grader.sandbox.tamper``: a cell's status is the kernel's execute reply, and code
   that tampers with the executor's error reporting is reported (``tampering``);
-- ``grader.sandbox.tests``: the instructor's tests, run in the same kernel after the
-  inspection, each with its own time limit (``ExecutionResult.tests``); controls that
-  misbehave are tampering too.
+- ``grader.sandbox.bridge``: values and the instructor's tests are judged by a verifier
+  outside the kernel, from data the kernel exports (``ExecutionResult.variables`` and
+  ``.tests``, each test with its own time limit); what the verifier saw of the notebook
+  interfering with it is ``ExecutionResult.check_tampering``.
 What applied to a run is written in ``ExecutionResult.notes``.
 """
 
@@ -44,12 +45,13 @@ from grader.errors import SandboxError
 from grader.notebooks.load import strip_ansi
 from grader.sandbox import inspect_code as scan
 from grader.sandbox.cgroup import RunCgroup
+from grader.sandbox.check_tamper import check_findings
 from grader.sandbox.inspect_code import VariableSummary
 from grader.sandbox.layout import Layout
 from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user
 from grader.sandbox.runs import make_run_folder
 from grader.sandbox.tamper import probe_code, probe_findings, static_findings
-from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, harness_cells, read_tests
+from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
 from grader.sandbox.view import View, runtime_paths, sandbox_env, write_identity
 from grader.types import Evidence, Output
 
@@ -61,6 +63,10 @@ log = logging.getLogger(__name__)
 KERNELS = {"python": "python3", "r": "ir"}  # preferred kernel per language
 BWRAP = shutil.which("bwrap")
 RUNNER = Path(__file__).resolve().with_name("runner.py")
+# the runner's siblings it loads by path: the verifiers and what they share with the kernel
+BRIDGE_FILES = tuple(RUNNER.with_name(n) for n in (
+    "runner_os.py", "bridge.py", "datacodec.py", "pykernel.py", "pysummary.py", "pyremote.py",
+    "pyverify.py", "rverify.py", "rverify.R", "rkernel.R"))
 REPO = RUNNER.parents[2]  # never visible inside the sandbox
 GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
 SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
@@ -100,6 +106,8 @@ class ExecutionResult:
     # code that tampers with the executor's error reporting (static and as observed)
     tampering: list[Evidence] = field(default_factory=list)
     tests: dict[str, TestRun] = field(default_factory=dict)  # by InstructorTest.key
+    # code that tampers with how values and tests reach the grader (static and as observed)
+    check_tampering: list[Evidence] = field(default_factory=list)
 
 
 def kernel_available(language: str) -> bool:
@@ -140,7 +148,8 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
     kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
     tampering = static_findings(nb.get("cells", []), language)
-    plan = harness_cells(language, tests)
+    checks_tampered = check_findings(nb.get("cells", []), language)
+    plan = test_plan(language, tests)
 
     def failed(error: str) -> ExecutionResult:
         log.error("notebook not executed: %s", error)
@@ -148,7 +157,7 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                                time.perf_counter() - started, False, sandboxed, error, notes,
                                tampering, {t.key: TestRun(t.key, "not run",
                                                           f"not executed: {error}")
-                                           for t in tests})
+                                           for t in tests}, checks_tampered)
 
     if not kernel:
         return failed(f"no Jupyter kernel for {language} (looked for {KERNELS.get(language)!r})")
@@ -159,19 +168,19 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
         log.warning("running student code WITHOUT the sandbox: bubblewrap is unavailable")
         notes.append("ran WITHOUT the sandbox (bubblewrap unavailable): resource limits only, "
                      "no network or filesystem isolation")
-    marker, probe_marker = (f"@@grader-{w}-{uuid.uuid4().hex}@@" for w in ("inspect", "probe"))
+    probe_marker = f"@@grader-probe-{uuid.uuid4().hex}@@"
     try:
         with reserve_user() if sandboxed else _as_grader() as user:
             work = make_run_folder(workdir)
             try:
-                view = View(runtime_paths(kernel, RUNNER) if sandboxed else ())
+                view = View((*runtime_paths(kernel, RUNNER),
+                             *(f for f in BRIDGE_FILES if f.exists())) if sandboxed else ())
                 layout = Layout.prepare(work, nb, data, sandboxed, view)
                 notes += layout.notes
                 write_identity(layout.identity, user.uid, user.gid, work / "home")
                 hand_over(work, user, keep=(layout.identity,))
-                code = scan.inspection_code(language, names, marker) if names else ""
-                outcome = _run(layout, kernel, code, probe_code(language, probe_marker), limits,
-                               sandboxed, user, plan)
+                outcome = _run(layout, kernel, language, names,
+                               probe_code(language, probe_marker), limits, sandboxed, user, plan)
             finally:
                 if workdir is None:
                     shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
@@ -183,15 +192,21 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     runs: dict[str, TestRun] = {}
     if plan is not None:
         runs, faults = read_tests(plan, outcome.events)
-        tampering += faults
+        checks_tampered += faults
         notes += [f"{e['error']}" if e.get("error") else f"test {e.get('after')} stopped the "
                   "kernel: the notebook was run again in a fresh one for the tests after it"
                   for e in outcome.events if e.get("event") == "replay"]
+    else:
+        checks_tampered += [Evidence(None, None, str(f)) for e in outcome.events
+                            if e.get("event") == "tampering" for f in e.get("found", ())]
     if tampering:
         log.warning("the notebook tampers with the executor: %s", [t.text for t in tampering])
-    result = _result(outcome, names, marker, kernel, language, started, sandboxed, notes,
-                     tampering)
+    if checks_tampered:
+        log.warning("the notebook tampers with the checks: %s",
+                    [t.text for t in checks_tampered])
+    result = _result(outcome, names, kernel, language, started, sandboxed, notes, tampering)
     result.tests = runs
+    result.check_tampering = list({t.text: t for t in checks_tampered}.values())
     return result
 
 
@@ -227,7 +242,7 @@ class _Outcome:
         return text
 
 
-def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, language: str,
+def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
             started: float, sandboxed: bool, notes: list[str],
             tampering: list[Evidence]) -> ExecutionResult:
     events, killed = outcome.events, outcome.killed
@@ -244,7 +259,10 @@ def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, langu
                      "the kernel died; later cells were not run" if stop == "dead" else
                      f"the run ended early, later cells did not run: {fatal or 'runner killed'}")
     got = kinds.get("inspect", {"error": error or "execution stopped"})
-    variables = scan.parse_inspection(got.get("text", ""), marker, names, got.get("error", ""))
+    bound = kinds.get("bridge", {}).get("error", "")
+    variables = scan.read_summaries(got.get("values"), names, (
+        f"the grader could not bind its checks in the kernel: {bound}" if bound
+        else got.get("error", "")))
     seconds = round(time.perf_counter() - started, 3)
     log.info("ran %d cells in %.1f s (%s, sandboxed=%s)", len(cells), seconds, kernel, sandboxed)
     return ExecutionResult(cells, variables, kernel, language, seconds,
@@ -252,12 +270,14 @@ def _result(outcome: _Outcome, names: list[str], marker: str, kernel: str, langu
                            tampering)
 
 
-def _run(layout: Layout, kernel: str, code: str, probe: str, limits: ExecLimits,
-         sandboxed: bool, user: SandboxUser, plan: TestPlan | None = None) -> _Outcome:
+def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: str,
+         limits: ExecLimits, sandboxed: bool, user: SandboxUser,
+         plan: TestPlan | None = None) -> _Outcome:
     """Start the runner; return its events and how its processes were bounded."""
     read_fd, write_fd = os.pipe()
     switch = sandboxed and user.dedicated
-    spec = {"notebook": str(layout.work / "notebook.ipynb"), "kernel": kernel, "code": code,
+    spec = {"notebook": str(layout.work / "notebook.ipynb"), "kernel": kernel,
+            "language": language, "inspect": names,
             "probe": probe, "work": str(layout.work), "cwd": str(layout.cwd),
             "events_fd": write_fd, "cell_timeout_s": limits.cell_timeout_s,
             "total_timeout_s": limits.total_timeout_s}

@@ -7,12 +7,16 @@ With ``--user`` (the grader is root) the runner becomes that uid and gid before 
 else, even before reading the spec: the work folder is the uid's, mode 0700, and root in
 the sandbox has no capability but CAP_SETUID and CAP_SETGID.
 
-The spec (written by ``grader.sandbox.execution``) names the notebook file, the kernel, the
-working directory, the timeouts, the inspection ``code`` to run after the last cell, the
-``probe`` to run before the first cell and after the last (``grader.sandbox.tamper``),
-and ``events_fd``: a pipe to the grader outside the sandbox. The runner writes one JSON
-object per line to that pipe (or to stdout when there is none), as it goes, so that
-everything done before a kill is kept:
+The spec (written by ``grader.sandbox.execution``) names the notebook file, the kernel and
+its ``language``, the working directory, the timeouts, the names to ``inspect`` after the
+last cell, the ``probe`` to run before the first cell and after the last
+(``grader.sandbox.tamper``), and ``events_fd``: a pipe to the grader outside the sandbox.
+
+Values and tests are judged here, never in the kernel (``grader.sandbox.bridge``): the
+language's bridge (``pyverify.py``, ``rverify.py``, loaded by path) binds its kernel side
+in a hidden preamble cell before the student's first cell, asks the kernel for data only
+and computes every summary and verdict itself. Events, one JSON object a line, as they
+happen (so that everything done before a kill is kept):
 
     {"event": "start", "kernel": ..., "uid": ..., "gid": ..., "cap_eff": ..., ...}
     {"event": "probe", "when": "before", "text": <its stdout>, "error": ...}
@@ -20,17 +24,19 @@ everything done before a kill is kept:
      "seconds": ...}
     {"event": "stop", "reason": "timeout" | "dead" | "total"}
     {"event": "probe", "when": "after", ...}
-    {"event": "inspect", "text": <stdout of the inspection cell>, "error": ...}
+    {"event": "bridge", "error": ...}          (the preamble failed: nothing can be judged)
+    {"event": "inspect", "values": [<summary>, ...], "error": ...}
     {"event": "test", "id": ..., "outcome": "ok" | "timeout" | "dead" | "not run",
-     "text": <stdout>, "error": ..., "seconds": ..., "timeout_s": ...}    (one per test)
+     "status": "passed" | "failed" | "unreliable", "detail": ..., "note": ...,
+     "error": ..., "seconds": ..., "timeout_s": ...}    (one per test)
     {"event": "replay", "after": <test id>, "error": ...}
+    {"event": "tampering", "found": [...]}    (what the bridge saw of the notebook's doing)
     {"event": "done"}          or   {"event": "fatal", "error": ...}
 
-``tests`` (``grader.sandbox.tests``) are cells run after the inspection, each with its
-own time limit. After a test that times out, a ``ping`` cell must answer within
-PING_TIMEOUT_S; when it does not, or the test killed the kernel, the kernel is replaced
-and the notebook run again, quietly, for the tests after it, while ``replay_budget_s``
-lasts (else they are "not run", with why).
+Each of the ``tests`` (``grader.sandbox.tests``) has its own time limit. After a test that
+times out, a ``ping`` cell must answer within PING_TIMEOUT_S; when it does not, or the test
+killed the kernel, the kernel is replaced and the notebook run again (after the preamble)
+for the tests after it, while ``replay_budget_s`` lasts (else they are "not run").
 
 A cell's status is the kernel's execute reply (``status``, ``ename``, ``evalue``), which
 a replaced ``showtraceback`` does not change, though it silences the error output; a
@@ -40,16 +46,17 @@ cell whose reply says "ok" but whose outputs hold an error (a reply rewritten fr
 Before the kernel starts, the runner points HOME and the Jupyter, XDG and matplotlib
 folders at the work folder (everything else is read-only) and limits BLAS/OpenMP to one
 thread each. It imports nothing from ``grader`` (it runs as ``python -I`` on this file,
-outside the package), only nbformat and nbclient.
+outside the package), only nbformat, nbclient and its sibling bridge files, by path.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import importlib.util
 import json
 import math
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -65,7 +72,6 @@ INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
 PING_TIMEOUT_S = 10
 TIMEOUT = "CellTimeoutError"
-PR_SET_DUMPABLE = 4
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
@@ -126,47 +132,16 @@ def first_error(outputs: list[dict[str, Any]]) -> str:
                  if o.get("output_type") == "error"), "")
 
 
-def kernel_environment(work: Path) -> dict[str, str]:
-    home = work / "home"
-    # The inline backend draws figures into the cell's outputs (image/png), as the
-    # student's Jupyter did: no display needed, and a plot check can see them.
-    env = {"HOME": str(home), "TMPDIR": "/tmp",
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-           "JUPYTER_RUNTIME_DIR": str(work / "runtime"), "XDG_RUNTIME_DIR": str(work / "runtime"),
-           "R_LIBS_USER": os.environ.get("R_LIBS_USER") or str(home / "R"),
-           "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    folders = {"JUPYTER_CONFIG_DIR": ".jupyter", "IPYTHONDIR": ".ipython",
-               "MPLCONFIGDIR": ".matplotlib", "XDG_CACHE_HOME": ".cache",
-               "XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share"}
-    return env | {var: str(home / sub) for var, sub in folders.items()}
-
-
-def become(uid: int, gid: int) -> None:
-    """Switch for good to the run's own unprivileged uid (which clears the capabilities)."""
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-    now = identity()
-    if (os.getresuid(), os.getresgid(), os.getgroups()) != ((uid,) * 3, (gid,) * 3, []) \
-            or now["cap_eff"] or now["cap_prm"]:
-        raise PermissionError(f"could not become uid {uid} without capabilities: {now}")
-
-
-def identity() -> dict[str, Any]:
-    """Who the runner is: uid, gid and capabilities (from /proc/self/status)."""
-    status = dict(line.split(":", 1) for line in
-                  Path("/proc/self/status").read_text(encoding="ascii").splitlines() if ":" in line)
-    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "cap_eff": int(status["CapEff"], 16), "cap_prm": int(status["CapPrm"], 16),
-            "no_new_privs": int(status.get("NoNewPrivs", "0"))}
-
-
-def _undumpable() -> None:
-    """Keep the student's kernel (same uid) out of /proc/<this pid>/fd and our memory."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+def _sibling(name: str) -> Any:
+    """A file beside this one, loaded by path (the runner is not in a package here)."""
+    if f"_grader_sandbox_{name}" in sys.modules:
+        return sys.modules[f"_grader_sandbox_{name}"]
+    spec = importlib.util.spec_from_file_location(f"_grader_sandbox_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def run(spec: dict[str, Any], sink: IO[str]) -> int:
@@ -175,7 +150,7 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
         sink.flush()
 
     if spec.get("work"):
-        os.environ.update(kernel_environment(Path(spec["work"])))
+        os.environ.update(_sibling("runner_os").kernel_environment(Path(spec["work"])))
     nb = nbformat.reads(Path(spec["notebook"]).read_text(encoding="utf-8"), as_version=4)
     # On a timeout nbclient interrupts the kernel and answers with this error (rather than
     # raising CellTimeoutError, which leaves a task behind that swallows later output).
@@ -199,10 +174,16 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.update(
         {cell_index: execute_reply})
     probe = spec.get("probe") or ""
+    bridge = _bridge(spec) if spec.get("inspect") or spec.get("tests") else None
     try:
         with contextlib.ExitStack() as kernel:
             kernel.enter_context(client.setup_kernel())
-            emit(event="start", kernel=spec["kernel"], **identity())
+            emit(event="start", kernel=spec["kernel"], **_sibling("runner_os").identity())
+            if bridge is not None:
+                kernel.callback(bridge.close)
+                bound = _hidden(client, nb, bridge.preamble(), replies)
+                if bound["error"]:
+                    emit(event="bridge", error=bound["error"])
             if probe:
                 emit(event="probe", when="before", **_hidden(client, nb, probe, replies))
             started = time.monotonic()
@@ -213,10 +194,12 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
                 emit(event="stop", reason=stop)
             if probe and stop != "dead":
                 emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
-            if spec.get("code"):
-                _inspect(client, nb, spec["code"], stop, replies, emit)
-            if spec.get("tests"):
-                _tests(client, nb, spec, stop, ran_s, replies, emit, kernel)
+            if bridge is not None and spec.get("inspect"):
+                _inspect(client, nb, bridge, spec["inspect"], stop, replies, emit)
+            if bridge is not None and spec.get("tests"):
+                _tests(client, nb, spec, bridge, stop, ran_s, replies, emit, kernel)
+            if bridge is not None:
+                emit(event="tampering", found=bridge.tampering())
     except Exception as exc:
         emit(event="fatal", error=f"{type(exc).__name__}: {exc}")
         raise
@@ -266,7 +249,7 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
 
 
 def _cell(client: NotebookClient, nb: Any, code: str, timeout: float,
-          replies: dict[int, Any]) -> dict[str, Any]:
+          replies: dict[int, Any], keep: int = MAX_TEXT) -> dict[str, Any]:
     """Run ``code`` as a cell the notebook does not keep: how it ended ("ok", "timeout",
     "dead"), its stdout (the end of it, where a harness's result line is) and error."""
     cell = nbformat.v4.new_code_cell(code)
@@ -285,7 +268,7 @@ def _cell(client: NotebookClient, nb: Any, code: str, timeout: float,
     text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
     error = reply_error(replies.pop(index, None))
-    return {"outcome": outcome, "text": text[-MAX_TEXT:], "seconds":
+    return {"outcome": outcome, "text": text[-keep:], "seconds":
             round(time.perf_counter() - started, 3),
             "error": first_error(outputs) if error is None else error}
 
@@ -301,10 +284,26 @@ def _hidden(client: NotebookClient, nb: Any, code: str,
     return {"text": got["text"], "error": got["error"]}
 
 
-def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], stop: str, ran_s: float,
-           replies: dict[int, Any], emit: Any, kernel: contextlib.ExitStack) -> None:
-    """Each test as a hidden cell with its own time limit; a test that hangs or kills the
-    kernel is reported, and the tests after it run in a fresh kernel that ran the
+def _bridge(spec: dict[str, Any]) -> Any:
+    """The verifier of the spec's language (``pyverify`` or ``rverify``, by path)."""
+    name = {"python": "pyverify", "r": "rverify"}.get(spec.get("language", ""))
+    if name is None:
+        raise ValueError(f"no verifier for language {spec.get('language')!r}")
+    module = _sibling(name)
+    cls = module.PythonBridge if name == "pyverify" else module.RBridge
+    return cls(secrets.token_hex(8), spec.get("work", ""))
+
+
+def _asker(client: NotebookClient, nb: Any, replies: dict[int, Any]) -> Any:
+    """The ``KernelCall`` a bridge uses: a hidden cell, its whole stdout kept."""
+    return lambda code, timeout: _cell(client, nb, code, timeout, replies, sys.maxsize)
+
+
+def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], bridge: Any, stop: str,
+           ran_s: float, replies: dict[int, Any], emit: Any,
+           kernel: contextlib.ExitStack) -> None:
+    """Each test judged by the bridge with its own time limit; a test that hangs or kills
+    the kernel is reported, and the tests after it run in a fresh kernel that ran the
     notebook again (see the module's docstring)."""
     broken = "the kernel died while the notebook ran" if stop == "dead" else ""
     until = time.monotonic() + spec.get("replay_budget_s", 0)
@@ -312,17 +311,22 @@ def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], stop: str, ran
         if broken:
             emit(event="test", id=test["id"], outcome="not run", text="", error=broken)
             continue
-        got = _cell(client, nb, test["code"], test["timeout_s"], replies)
+        try:
+            got = dict(bridge.test(test["code"], test["timeout_s"], _asker(client, nb, replies)))
+        except Exception as exc:  # the verifier itself broke: say so, never a pass
+            got = {"outcome": "ok", "status": "unreliable", "seconds": 0.0, "note": "",
+                   "detail": f"the verifier failed: {type(exc).__name__}: {exc}"}
         emit(event="test", id=test["id"], timeout_s=test["timeout_s"], **got)
         if got["outcome"] == "timeout":
             got = _cell(client, nb, spec["ping"], PING_TIMEOUT_S, replies)
         if got["outcome"] != "ok":
-            broken = _renew(client, nb, spec, ran_s, until, replies, kernel, test["id"])
+            broken = _renew(client, nb, spec, bridge, ran_s, until, replies, kernel, test["id"])
             emit(event="replay", after=test["id"], error=broken)
 
 
-def _renew(client: NotebookClient, nb: Any, spec: dict[str, Any], ran_s: float, until: float,
-           replies: dict[int, Any], kernel: contextlib.ExitStack, after: str) -> str:
+def _renew(client: NotebookClient, nb: Any, spec: dict[str, Any], bridge: Any, ran_s: float,
+           until: float, replies: dict[int, Any], kernel: contextlib.ExitStack,
+           after: str) -> str:
     """A fresh kernel that ran the notebook again; "" or why the next tests cannot run."""
     left = until - time.monotonic()
     if left < ran_s * 1.5 + PING_TIMEOUT_S:
@@ -330,40 +334,34 @@ def _renew(client: NotebookClient, nb: Any, spec: dict[str, Any], ran_s: float, 
                 "again for the tests after it")
     kernel.close()  # shuts the stuck or dead kernel down
     kernel.enter_context(client.setup_kernel())
+    bound = _hidden(client, nb, bridge.preamble(), replies)
+    if bound["error"]:
+        return f"after test {after} the grader could not bind its checks: {bound['error']}"
     stop = _run_cells(client, nb, spec, time.monotonic() + left, replies, lambda **_: None)
     return f"after test {after} the notebook did not run again ({stop})" if stop else ""
 
 
-def _inspect(client: NotebookClient, nb: Any, code: str, stop: str, replies: dict[int, Any],
-             emit: Any) -> None:
+def _inspect(client: NotebookClient, nb: Any, bridge: Any, names: list[str], stop: str,
+             replies: dict[int, Any], emit: Any) -> None:
     if stop == "dead":
-        emit(event="inspect", text="", error="the kernel died before inspection")
+        emit(event="inspect", values=[], error="the kernel died before inspection")
         return
-    cell = nbformat.v4.new_code_cell(code)
-    nb.cells.append(cell)
-    client.timeout = INSPECT_TIMEOUT_S
     try:
-        client.execute_cell(cell, len(nb.cells) - 1, store_history=False)
-    except DeadKernelError as exc:
-        emit(event="inspect", text="", error=f"DeadKernelError: {exc}")
-        return
-    if _timed_out(replies, len(nb.cells) - 1):
-        emit(event="inspect", text="", error=f"{TIMEOUT}: no answer in {INSPECT_TIMEOUT_S} s")
-        return
-    outputs = cell.get("outputs", [])  # the summary line may be long: no truncation
-    text = "".join(_text(o.get("text"), sys.maxsize) for o in outputs
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
-    emit(event="inspect", text=text, error=first_error(outputs))
+        values, error = bridge.inspect(list(names), _asker(client, nb, replies))
+    except Exception as exc:  # the verifier itself broke: nothing inspected, and why
+        values, error = [], f"the verifier failed: {type(exc).__name__}: {exc}"
+    emit(event="inspect", values=values, error=error)
 
 
 def main(argv: list[str]) -> int:
+    process = _sibling("runner_os")
     if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--user"):
         sys.stderr.write("usage: python -m grader.sandbox.runner SPEC_JSON [--user UID:GID]\n")
         return 2
     if len(argv) == 4:
         uid, _, gid = argv[3].partition(":")
-        become(int(uid), int(gid))
-    _undumpable()
+        process.become(int(uid), int(gid))
+    process.undumpable()
     spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     os.chdir(spec["cwd"])
     fd = spec.get("events_fd")
