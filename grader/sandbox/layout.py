@@ -9,16 +9,22 @@ The student's code is never edited; each mapping is recorded in ``notes``:
   ``/Users``, ``/home/jovyan``): the sandbox shows that folder from ``WORK/mnt/<top>``
   (``grader.sandbox.view``), runtimes under it bound back read-only; ``setwd``/
   ``os.chdir``/``%cd`` targets likewise.
+The data is copied in without following links out of its assignment folder (the nearest
+folder above it with an ``assignment.toml``): a link leading elsewhere, a dangling one,
+a fifo or a device stops the run with an error naming the file (``data_source``). The
+assignment refuses such data when it is loaded; this is the last line.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import posixpath
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,7 +34,9 @@ from grader.sandbox import inspect_code as scan
 from grader.sandbox.kernel_cache import seed_home
 from grader.sandbox.view import View
 
-__all__ = ["Layout"]
+__all__ = ["Layout", "data_source"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,23 +87,18 @@ class Layout:
         return self
 
     def _store(self, data: list[Path]) -> list[tuple[PurePosixPath, Path]]:
-        """Copy the data in (students may overwrite it); (path within its folder, copy)."""
+        """Copy the data in (students may overwrite it); (path within its folder, copy).
+        Links are not followed out of their assignment folder (``_source``)."""
         stored: list[tuple[PurePosixPath, Path]] = []
         if missing := [str(i) for i in data if not Path(i).exists()]:
             raise SandboxError(f"assignment data not found: {', '.join(missing)}")
-        for item, path in ((Path(i), p) for i in data
-                           for p in (sorted(Path(i).rglob("*")) if Path(i).is_dir() else [i])):
-            if not path.is_file():
-                continue
-            rel = PurePosixPath(path.relative_to(item).as_posix() if item.is_dir() else path.name)
-            copy = self.work / "store" / str(len(stored)) / rel.name
-            try:
+        for item in map(Path, data):
+            for rel, path in _listed(item):
+                copy = self.work / "store" / str(len(stored)) / rel.name
                 copy.parent.mkdir(parents=True)
-                shutil.copy2(path, copy)
-            except OSError as exc:
-                raise SandboxError(f"cannot copy assignment data {path}: {exc}") from exc
-            stored.append((rel, copy))
-            self.files.setdefault(rel.name.lower(), []).append((rel, copy))
+                _copy_in(path, copy)
+                stored.append((rel, copy))
+                self.files.setdefault(rel.name.lower(), []).append((rel, copy))
         return stored
 
     def _place(self, dest: Path, source: Path) -> bool:
@@ -142,3 +145,73 @@ class Layout:
         found = [self._resolve(text, folder, root) for folder, root in bases]
         if [self._place(f[0], source) for f in found if f].count(True):
             self.notes.append(f"data path {text!r} mapped to the assignment's {rel}")
+
+
+def _assignment_root(path: Path) -> Path | None:
+    """The nearest folder above ``path`` holding an ``assignment.toml``."""
+    return next((p for p in Path(os.path.abspath(path)).parents
+                 if (p / "assignment.toml").is_file()), None)
+
+
+def data_source(path: Path) -> Path:
+    """The file to copy for the data file ``path``: itself, or where its link points when
+    that stays inside its assignment folder. Anything else raises SandboxError: a link
+    out of the folder (``/etc/shadow``) never reaches a run."""
+    if not path.is_symlink():
+        return path
+    target, root = path.resolve(), _assignment_root(path)
+    if root is None or not target.is_relative_to(root.resolve()):
+        where = f"outside its assignment folder {root}" if root else "outside any assignment"
+        log.error("assignment data %s is a link to %s (%s): not copied into the run", path,
+                  os.readlink(path), where)
+        raise SandboxError(f"assignment data {path} is a link to {os.readlink(path)!r}, "
+                           f"{where}: not copied into the run (copy the file in instead)")
+    return target
+
+
+def _listed(item: Path, seen: frozenset[Path] = frozenset()
+            ) -> list[tuple[PurePosixPath, Path]]:
+    """(path within ``item``, the file) for the data ``item``, links not followed out of
+    the assignment (a link to a folder inside it is entered once)."""
+    if not item.is_dir():
+        return [(PurePosixPath(item.name), item)]
+    top = data_source(item)
+    found = [(Path(folder, n), Path(folder, n).relative_to(top))
+             for folder, dirs, files in os.walk(top, followlinks=False) for n in dirs + files]
+    out: list[tuple[PurePosixPath, Path]] = []
+    for path, rel in sorted(found):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        real = data_source(path)
+        if not real.is_dir():
+            out.append((PurePosixPath(rel.as_posix()), path))
+        elif real not in seen:
+            out += [(PurePosixPath(rel.as_posix(), r.as_posix()), f)
+                    for r, f in _listed(real, seen | {real})]
+    return out
+
+
+def _copy_in(path: Path, copy: Path) -> None:
+    """Copy the regular file ``path`` (or the file its link inside the assignment names)
+    without following a link at the last step: a fifo, a device or a swapped link is
+    refused."""
+    source = data_source(path)
+    try:
+        if not stat.S_ISREG(os.lstat(source).st_mode):
+            raise SandboxError(f"assignment data {path} is not a regular file (a device, a "
+                               "fifo or a socket): not copied into the run")
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxError(f"cannot copy assignment data {path}: {exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SandboxError(f"assignment data {path} is not a regular file (a device, a "
+                               "fifo or a socket): not copied into the run")
+        with os.fdopen(os.dup(fd), "rb") as src, open(copy, "xb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.utime(copy, ns=(info.st_atime_ns, info.st_mtime_ns))
+    except OSError as exc:
+        raise SandboxError(f"cannot copy assignment data {path}: {exc}") from exc
+    finally:
+        os.close(fd)

@@ -19,6 +19,7 @@ from typing import Any
 
 import nbformat
 
+from ..assignment import data_problems
 from ..errors import InputError, RubricError
 from ..rubrics.import_items import ImportReport, ImportRow
 from ..rubrics.import_nbgrader import TEXT_STUB, ImportedAssignment, import_nbgrader
@@ -41,12 +42,16 @@ def _read(path: Path) -> Any:
 
 def _data_beside(source: Path, out: Path) -> list[str]:
     """Copy the files and folders next to ``source`` (not notebooks, tests or hidden
-    ones) into ``out``; their names, for assignment.toml's ``data``."""
+    ones) into ``out``; their names, for assignment.toml's ``data``. A link that leads out
+    of the source's folder (or nowhere), a fifo or a device is refused (RubricError naming
+    it, nothing copied): the data of an assignment never reads the host's files."""
+    items = [item for item in sorted(source.parent.iterdir())
+             if not (item.name.startswith(".") or item.name in SKIPPED
+                     or item.suffix == ".ipynb" or item.resolve() == out.resolve())]
+    if problems := [p for item in items for p in data_problems(source.parent, item)]:
+        raise RubricError(str(source.parent), problems)
     names = []
-    for item in sorted(source.parent.iterdir()):
-        if item.name.startswith(".") or item.name in SKIPPED or item.suffix == ".ipynb" \
-                or item.resolve() == out.resolve():
-            continue
+    for item in items:
         target = out / item.name
         if item.is_dir():
             shutil.copytree(item, target, dirs_exist_ok=True)

@@ -17,6 +17,9 @@ in the sandbox, then reports, in words an instructor acts on:
   assignment's data does not hold, found in the source, so also without a kernel;
 - the criteria the solution loses points on, with the checks' own messages.
 
+Data that leads out of the assignment folder (a link to ``/etc/shadow``) is refused
+before anything runs, naming the file (``grader.assignment.data_problems``).
+
 An error in the solution's run is the environment's or the instructor's, never a
 student's: the instructor sees it here, once, before grading.
 """
@@ -37,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from ..assignment import Assignment
+from ..assignment import Assignment, data_problems
+from ..errors import RubricError
 from ..layers.base import AssignmentContext, GradeOptions
 from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import save_rubric
@@ -142,6 +146,8 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
     """Grade the assignment's solution and template with its rubric (no models), and
     read the solution's run for the problems an instructor must fix. ``shared``: the
     context of the grader about to grade the students, so the solution runs once."""
+    if unsafe := [p for d in assignment.data for p in data_problems(assignment.root, d)]:
+        raise RubricError(str(assignment.root / "assignment.toml"), unsafe)
     options = dataclasses.replace(options or GradeOptions(), use_llm=False, llm_samples=1)
     grader = Grader(assignment, options)
     if shared is not None:
