@@ -28,7 +28,12 @@ from .assignment import Assignment
 from .errors import NotebookError, RubricError
 from .events import EventSink, GradeEvent
 from .integrity.injection import injection_flag
-from .integrity.injection_places import fresh_outputs, scan_context
+from .integrity.injection_blocks import injection_blocks
+from .integrity.injection_places import (
+    fresh_outputs,
+    scan_context_outputs,
+    scan_context_sources,
+)
 from .integrity.template_fit import template_fit, unlike_template_flag
 from .layers.base import (
     AssignmentContext,
@@ -169,19 +174,24 @@ class Grader:
         fit = template_fit(self.context.template, nb, match)
         unlike = unlike_template_flag(fit, self.assignment.name)
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
+        # Every place a model or an instructor reads: cells (template cells by what the
+        # student added), metadata and attachments now, so that the blocks of text aimed
+        # at the grader are set aside before any layer reads an answer; stored outputs and
+        # our run's once layer 2 ran.
+        hits = scan_context_sources(ctx)
+        ctx.flagged = injection_blocks(nb, hits)
         layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
         if unlike is not None:  # likely another assignment's notebook: scoring gates it
             (layers["L1"].flags if "L1" in layers else flags).append(unlike)
-        # Every place a model or an instructor reads: cells (template cells by what the
-        # student added), stored outputs and our run's, metadata and attachments.
-        hits = scan_context(ctx, fresh_outputs(ctx.execution) if ctx.execution else None)
+        hits += scan_context_outputs(ctx, fresh_outputs(ctx.execution) if ctx.execution
+                                     else None)
         flag = injection_flag(hits)
         if flag is not None and "L1" in layers:  # a layer-1 finding: scoring sees it
             layers["L1"].flags.append(flag)
         if self.llm is not None and "L1" in layers and "L2" in layers:
             # Text aimed at the grader is flagged for the instructor and left out of
-            # what the models read.
-            excluded = {(h.cell_id, h.line) for h in hits if h.line is not None}
+            # what the models read, block by block.
+            excluded = set(ctx.flagged)
             def tokens(layer: str, piece: str) -> None:
                 self._emit(GradeEvent(item.name, "tokens", layer, piece))
 

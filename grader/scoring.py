@@ -177,6 +177,7 @@ def score_criteria(rubric: Rubric, layers: dict[str, LayerResult]) -> list[Crite
 
 UNSTABLE_SPREAD = 1 / 3  # code: share of samples off the majority; written: max - min score
 DISAGREE = {"met": 0.25, "not met": 0.75}  # verdict -> deterministic share that contradicts it
+JUDGE_BAND = 0.5  # written: how far below the checks' share a model's judgement may go
 
 
 def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: bool) -> None:
@@ -188,8 +189,12 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     model never moves the points.
     Written criteria (L4): the model judges quality inside the deterministic
     bounds: an unanswered question stays at 0, a short answer stays capped at
-    its word share, and the model's score can only bring the points down to
-    ``points x min(deterministic share, model score)``.
+    its word share, and the model's score may confirm the deterministic share or
+    bring it down by at most JUDGE_BAND (of the points): ``points x min(share,
+    max(model score, share - JUDGE_BAND))``. A judgement further from the share
+    than the band, either way, goes to review with both figures and moves the points
+    no further than the band's edge: the model never lifts a score past the evidence,
+    and a judgement talked up or down by the student's text cannot reach past it.
     A layer that failed (even after its repair attempt) leaves the deterministic
     points and sends the criterion to review. With text aimed at the grader in
     the notebook, every criterion the models judged goes to review.
@@ -233,7 +238,16 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
                                                               "next_step")}
         crit.model_notes["score"] = f"{score:.2f}"
         if share > 0 and not advisory:
-            crit.points = round(crit.max_points * min(share, score), 4)
+            floor = max(0.0, share - JUDGE_BAND)
+            crit.points = round(crit.max_points * min(share, max(score, floor)), 4)
+            if abs(score - share) > JUDGE_BAND:
+                crit.needs_review = True
+                kept = ("kept" if score > share else
+                        f"lowered only to {crit.points:g} of {crit.max_points:g}")
+                crit.review_reasons.append(
+                    f"the feedback model's judgement ({score:.2f}) disagrees with what the "
+                    f"checks gave ({share:.2f}) by more than a model may move a score "
+                    f"({JUDGE_BAND:.2f}): the points are {kept} until reviewed")
     spread = (layer.details.get("spread") or {}).get(crit.id)
     if spread is not None:
         crit.model_notes["spread"] = f"{spread:.2f}"

@@ -121,18 +121,40 @@ def test_code_verdicts_never_move_points(points, verdict, review):
     assert c.model_notes["verdict"] == verdict
 
 
-@pytest.mark.parametrize(("points", "score", "expected"), [
-    (4.0, 0.4, 1.6),   # answered in full: the model judges quality
-    (0.0, 1.0, 0.0),   # unanswered stays 0 whatever the model says
-    (2.0, 0.9, 2.0),   # short answer capped at its word share
-    (2.0, 0.25, 1.0),
+@pytest.mark.parametrize(("points", "score", "expected", "review"), [
+    (4.0, 0.6, 2.4, False),  # answered in full: the model judges quality, within its band
+    (4.0, 1.0, 4.0, False),  # it confirms
+    (4.0, 0.4, 2.0, True),   # further below than the band: the band's edge, and review
+    (4.0, 0.0, 2.0, True),
+    (0.0, 1.0, 0.0, False),  # unanswered stays 0 whatever the model says
+    (2.0, 0.9, 2.0, False),  # short answer capped at its word share
+    (1.0, 1.0, 1.0, True),   # a model far above a short answer's share never lifts it
+    (2.0, 0.25, 1.0, False),
 ])
-def test_written_scores_stay_inside_deterministic_bounds(points, score, expected):
+def test_written_scores_stay_inside_deterministic_bounds(points, score, expected, review):
     c = crit("written", points)
     reconcile(c, model_layer("L4", {"score": score, "strength": "s", "improve": "i",
                                     "next_step": "n"}), False)
     assert c.points == pytest.approx(expected)
     assert c.points <= points
+    assert c.needs_review is review
+    if review:
+        assert "disagrees with what the checks gave" in c.review_reasons[-1]
+
+
+@pytest.mark.parametrize("points", [0.5, 1.0, 2.0, 3.0, 4.0])
+def test_a_higher_judgement_never_scores_lower(points):
+    """The points only rise with the model's score, so a judgement talked up or down by
+    the student's text can never help them past the band: monotone, bounded by the share."""
+    got = []
+    for score in [i / 20 for i in range(21)]:
+        c = crit("written", points)
+        reconcile(c, model_layer("L4", {"score": score, "strength": "s", "improve": "i",
+                                        "next_step": "n"}), False)
+        got.append(c.points)
+    assert got == sorted(got)
+    assert max(got) == pytest.approx(points)
+    assert min(got) == pytest.approx(max(0.0, points - 2.0))  # the band: half of 4 points
 
 
 def test_advisory_model_moves_nothing():

@@ -8,7 +8,8 @@ left out. ``answers`` finds the written answer under each question and counts it
 words, wherever the student wrote it: markdown under the question or inside its cell,
 prose comments and printed strings of code cells (``code_prose``), and the student's
 part of a cell answering several questions, split at their labels (``answer_labels``;
-``answer_parts`` locates the questions once per submission).
+``answer_parts`` locates the questions once per submission). ``visible`` is the one word
+count: words of the text a reader sees (invisible characters and hidden HTML removed).
 
 May import: errors, types, pyast.
 """

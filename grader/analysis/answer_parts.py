@@ -27,6 +27,7 @@ from . import rlang
 from .answer_labels import QuestionLabel, find_text, line_question, question_label
 from .code_prose import comment_bodies, prose_lines
 from .template import CellOrigin, TemplateMatch, normalise_code, normalise_markdown
+from .visible import visible_text
 
 __all__ = ["Line", "Questions", "asks", "questions_of", "strip_placeholders"]
 
@@ -199,6 +200,8 @@ def asks(o: CellOrigin, key: str) -> bool:
 
 
 def strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
+    """``text`` as a reader sees it (``visible_text``), without the placeholders."""
+    text = visible_text(text)
     for p in sorted(placeholders, key=len, reverse=True):
         text = re.sub(re.escape(p), " ", text, flags=re.IGNORECASE)
     return text

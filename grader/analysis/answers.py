@@ -24,36 +24,28 @@ deleted is still found by its label. Bare labels (``1.``, ``b)``) count only und
 question cell that asks several questions numbered that way: elsewhere they are the
 student's numbered lists.
 
-``Answer.text`` keeps whole source lines (line-based filters downstream, such as the
-prompt-injection filter, still find them); ``word_count`` counts only the answer's words
-in them: labels, the question's own text, comment marks and the code around a printed
-string are left out. ``Answer.evidence`` names each cell the text came from, with the
-first line used when only part of the cell was (a split cell, a code cell, the
-question's own cell).
+``Answer.text`` keeps whole source lines as a reader sees them (``grader.analysis.visible``:
+invisible characters and hidden HTML removed); ``word_count`` counts only the answer's
+words in them, with ``visible.words``, the grader's one word count: labels, the question's
+own text, comment marks and the code around a printed string are left out. Lines the
+caller ``excluded`` (the blocks the injection detector flagged) are neither: text aimed
+at the grader is never an answer, and ``set_aside`` says how many lines were left out.
+``Answer.evidence`` names each cell the text came from, with the first line used when
+only part of the cell was (a split cell, a code cell, the question's own cell).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from ..types import Evidence, Notebook
 from .answer_parts import Line, Questions, questions_of
 from .answer_parts import strip_placeholders as _strip_placeholders
 from .template import CellOrigin, TemplateMatch
+from .visible import visible_text, words
 
 __all__ = ["Answer", "find_answer", "words"]
-
-_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
-# Markup that is not words: emphasis, code marks, headings, quotes, HTML tags, and
-# images (their alt text is not an answer); a link counts by its text.
-_MD_MARKUP = re.compile(r"(!\[[^\]]*\]\([^)]*\)|\*\*|__|[*_`#>]|\[([^\]]*)\]\([^)]*\)|<[^>]+>)")
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(_MD_MARKUP.sub(lambda m: m.group(2) or " ", text))
-
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -62,6 +54,7 @@ class Answer:
     text: str
     word_count: int
     evidence: tuple[Evidence, ...] = ()
+    set_aside: int = 0  # lines of the region left out: text aimed at the grader
 
     @property
     def answered(self) -> bool:
@@ -80,11 +73,14 @@ class _Part:
 def find_answer(
     match: TemplateMatch, question: str, placeholders: tuple[str, ...],
     others: Sequence[str] = (), *, template: Notebook | None = None,
+    excluded: Set[tuple[str, int]] = frozenset(),
 ) -> Answer:
     """``others``: the rubric's other questions, whose lines and labels end this answer
     and whose parts of a shared cell are not this answer's. ``template``: the
     assignment's template, whose comments are never the student's prose (without it,
-    the template cells the match paired stand in) and whose language reads the code."""
+    the template cells the match paired stand in) and whose language reads the code.
+    ``excluded``: (cell id, line) of text that is not an answer (the blocks the
+    injection detector flagged): it is neither counted nor part of ``text``."""
     group, me = questions_of(match, question, others, placeholders, template)
     start = group.cells[me]
     found: list[_Part] = []
@@ -94,7 +90,7 @@ def find_answer(
     found += _labelled_elsewhere(group, me, visited)
     if start is None and not found:
         return Answer(question, False, "", 0)
-    return _assemble(question, found, placeholders)
+    return _assemble(question, found, placeholders, excluded)
 
 
 def _region(group: Questions, me: int, start: int, placeholders: tuple[str, ...]
@@ -175,22 +171,26 @@ def _labelled_elsewhere(group: Questions, me: int, visited: set[int]) -> list[_P
     return found
 
 
-def _assemble(question: str, found: list[_Part], placeholders: tuple[str, ...]) -> Answer:
+def _assemble(question: str, found: list[_Part], placeholders: tuple[str, ...],
+              excluded: Set[tuple[str, int]]) -> Answer:
     texts, counted, evidence = [], [], []
+    set_aside = 0
     for part in found:
-        if not part.lines:
+        cell_id = part.origin.cell.id
+        lines = [(line, at) for line, at in part.lines if (cell_id, line.number) not in excluded]
+        set_aside += len(part.lines) - len(lines)
+        if not lines:
             continue
-        source = _strip_placeholders("\n".join(line.source for line, _ in part.lines),
-                                     placeholders)
-        own = _strip_placeholders("\n".join(line.text[at:] for line, at in part.lines),
-                                  placeholders)
+        source = _strip_placeholders("\n".join(line.source for line, _ in lines), placeholders)
+        own = _strip_placeholders("\n".join(line.text[at:] for line, at in lines), placeholders)
         if words(own):
             texts.append(source.strip())
             counted.append(own.strip())
-            first = None if part.whole else part.lines[0][0].number
-            evidence.append(Evidence(part.origin.cell.id, first, _excerpt(own)))
+            whole = part.whole and len(lines) == len(part.lines)
+            evidence.append(Evidence(cell_id, None if whole else lines[0][0].number,
+                                     _excerpt(own)))
     return Answer(question, True, "\n\n".join(texts), len(words("\n\n".join(counted))),
-                  tuple(evidence))
+                  tuple(evidence), set_aside)
 
 
 def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
@@ -207,5 +207,5 @@ def _is_placeholder_cell(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:
 
 
 def _excerpt(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(visible_text(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

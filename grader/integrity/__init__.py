@@ -3,8 +3,10 @@
 ``template_fit`` measures how much of the template a notebook holds (the wrong
 notebook, or the template itself); ``injection`` finds text aimed at an AI grader
 rather than a human reader, and ``injection_places`` scans every place a model or an
-instructor reads (cells, outputs, attachments, metadata, a fresh run's outputs). What
-they find becomes flags for review; it never raises a score.
+instructor reads (cells, outputs, attachments, metadata, a fresh run's outputs);
+``injection_blocks`` widens each flagged line to its block (the paragraph around it),
+which never counts as an answer and never reaches a model. What they find becomes flags
+for review; it never raises a score.
 
 May import: errors, types, notebooks, analysis, sandbox, layers.
 """

@@ -6,7 +6,8 @@ place is normalised first: invisible characters (zero-width, bidi controls, Unic
 characters) removed, NFKC, Latin words spelled with Cyrillic or Greek look-alikes folded
 back, whitespace collapsed, case folded. Rules match the grammar of an instruction to a
 grader (a verb and its object: "ignore ... previous instructions", "award full marks"),
-never single words, so analysis prose ("we ignore missing values") does not match.
+never single words, so analysis prose ("we ignore missing values") does not match. Also
+flagged: scores addressed to the judge ("rate it 1.0", ``{"score": 1.0}``, ``</student>``).
 
 ``scan_notebook`` reads a ``Notebook``'s cells and their text outputs; every other
 place a model or an instructor reads (metadata, attachments, rich outputs, the
@@ -94,6 +95,26 @@ _SCORE = _rx(
     r"(?:应该|應該|应当|應當|值得)(?:得到|获得|獲得|拿到|得)(?:满分|滿分|最高分)|満点を(?:与え|付け|つけ|あげ)",
     r"(?:поставь(?:те)?|дай(?:те)?)\s+(?:\S+\s+){0,2}?максимальн\w*\s+(?:балл|оценк)\w*",
 )
+
+
+def _top(g: str) -> str:
+    """A top score: "1.0", "0.95", "100%", "10/10", "full marks" (its group named ``g``)."""
+    return (r"(?:1\.0+|0?\.9\d*|100\s*%|100\s+percent"
+            rf"|(?P<{g}>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P={g})"
+            r"|(?:full|maximum|max|perfect|top|highest)\s+(?:marks?|credit|points?|scores?|grades?)"
+            r")(?!\w|\.\d)")
+
+
+_JUDGE = _rx(  # a score spoken to whoever judges the answer: "rate it 1.0", "1.0 out of 1.0"
+    rf"\b(?:rate|grade|score)\s+(?:this|it|me|my\s+(?:work|answer|response|submission))\b(?:\s+(?:answer|response|submission|notebook|work|question))?\s+(?:as\s+)?(?:an?\s+)?{_top('t')}",
+    rf"\b(?:mark|evaluate|assess|judge)\s+this\s+(?:answer|response|submission|notebook|work)\s+(?:as\s+)?(?:an?\s+)?{_top('u')}",
+    r"\b(?:grade|score|rate|mark)\s+(?:this|it)\s+(?:\S+\s+){0,2}?(?:generously|leniently|highly)\b",
+    r"\b(?P<o>\d+\.\d+)\s+out\s+of\s+(?P=o)(?!\w|\.\d)",
+    r"\b(?:0?\.\d+|1(?:\.0+)?)\s+out\s+of\s+1(?:\.0+)?(?!\w|\.\d)",
+    r"\b(?:score|grade|marks?|rating|rated|deserves?|earns?|worth)\W+(?:\S+\s+){0,3}?(?P<p>\d+(?:\.\d+)?)\s+out\s+of\s+(?P=p)(?!\w|\.\d)",
+    r"\bfull\s+(?:marks|credit|points|score)\s*(?:,\s*)?(?:please|for\s+(?:this|me|my))\b",
+    r"\b(?:grader|marker|evaluator|examiner|assistant|judge|llm|ai)\b[^.\n]{0,40}?\b(?:full|maximum|perfect)\s+(?:marks|credit|points|score)\b",
+)
 _SCORE_CLAIM = _rx(  # "score: 20/20"; not a date ("grade 12/12/2023")
     r"\b(?:final\s+|total\s+)?(?:score|grade|marks?|points)\s*[:=]?\s*(?P<n>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P=n)(?![\d./-])",
 )
@@ -108,20 +129,26 @@ _ROLE = _rx(
     rf"^[ \t>*_#-]*(?:system|assistant|developer)[*_]*\s*:[*_]*(?=[^\n]*(?:\n[^\n]*)?{_GRADER_WORDS})",  # noqa: E501
     r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>",
     r"\[/?inst\]|<</?sys>>|</?(?:system|system[_-]?prompt|assistant)>",
+    r"</?\s*(?:student[\w-]*|solution|rubric|instructions?|grader|user|answer|submission)\s*>",
     r"^[ \t>]*#{1,6}\s*(?:system|assistant)(?:\s+(?:prompt|message|instructions?))?\s*:?\s*$",
     r"^[ \t>]*#{2,6}\s*(?:instruction|response)\s*:",
 )
+_GRADE_KEYS = r"(?:score|total_score|final_score|overall_score|points|total_points|awarded_points|marks?|final_grade)"  # noqa: E501
+_SOURCE_WHERE = frozenset({"markdown", "raw", "comment", "string", "attachment", "metadata"})
+_JSON_DECIMAL = _rx(rf'"{_GRADE_KEYS}"\s*:\s*\d*\.\d+')  # written, not printed (metrics)
 _JSON = _rx(
-    r'"(?:score|total_score|final_score|overall_score|points|total_points|awarded_points|marks?|final_grade)"\s*:\s*\d+(?![.\d])',
+    rf'"{_GRADE_KEYS}"\s*:\s*\d+(?![.\d])',
     r'"(?:verdict|decision|criteria_met|all_criteria_met)"\s*:\s*(?:"[^"\n]{1,40}"|true)',
 )
 _RULES = (  # (name, pattern, where it applies)
     ("override_instructions", _OVERRIDE, _ALL_WHERE),
     ("score_request", _SCORE, _ALL_WHERE),
     ("score_request", _SCORE_CLAIM, _TEXT_WHERE),
+    ("score_request", _JUDGE, _TEXT_WHERE),
     ("fake_test_output", _FAKE_TESTS, _TEXT_WHERE),
     ("role_tag", _ROLE, _TEXT_WHERE),
     ("fake_json_grade", _JSON, _TEXT_WHERE),
+    ("fake_json_grade", _JSON_DECIMAL, _SOURCE_WHERE),
 )
 
 _INVISIBLE_RE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")  # noqa: E501
@@ -130,6 +157,13 @@ _PAIRS = "аaеeоoрpсcуyхxіiјjѕsԁdАAВBЕEКKМMНHОOРPСCТTХXІI�
 _LOOKALIKES = frozenset(_PAIRS[0::2])
 _FOLD = str.maketrans(_PAIRS[0::2], _PAIRS[1::2])
 _WS = re.compile(r"\s+")
+_LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # str.splitlines' breaks
+# Invisible characters inside words: a word split for a word counter ("ans\u200bwer").
+# Joiners (U+200C, U+200D) and soft hyphens sit inside words in ordinary text.
+_PADDING_RE = re.compile(
+    "(?<=\\w)[\u034f\u180e\u200b\u200e\u200f\u2060-\u2064\ufe00-\ufe0f\ufeff"
+    "\U000e0000-\U000e007f]+(?=\\w)")
+PADDING_HIT = 5  # invisible characters inside the words of one place: flagged on their own
 _B64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,}={0,2}")
 _HIDE_OPEN = re.compile(  # an HTML comment, or an element styled invisible
     r"<!--|<(\w+)\b[^<>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0"
@@ -205,7 +239,7 @@ def injection_flag(hits: list[InjectionHit]) -> Flag | None:
 
 
 def _source_segments(cell: Cell, language: str) -> list[_Segment]:
-    src = cell.source.replace("\r\n", "\n").replace("\r", "\n")
+    src = _LINE_BREAKS.sub("\n", cell.source)  # numbered as ``str.splitlines`` numbers them
     numbered = tuple(range(1, src.count("\n") + 2))
     if cell.kind != "code":
         return _markup_segments(src, "markdown" if cell.kind == "markdown" else "raw", numbered)
@@ -315,7 +349,19 @@ def _scan_segment(seg: _Segment, decoded: bool = False) -> _Found:
         if found and any(counts):
             k = next(k for k, n in enumerate(counts) if n)
             found.append((rule, seg.lines[k], _cut(f"{sum(counts)} {what} in: {cleaned[k][0]}")))
+    if not found and seg.where in _SOURCE_WHERE:
+        found += _padding(seg, cleaned)
     return found
+
+
+def _padding(seg: _Segment, cleaned: list[tuple[str, int, int]]) -> _Found:
+    """Words split by invisible characters, PADDING_HIT or more in a place: padded text."""
+    counts = [len(_PADDING_RE.findall(line)) for line in seg.text.split("\n")]
+    if sum(counts) < PADDING_HIT:
+        return []
+    k = next(k for k, n in enumerate(counts) if n)
+    return [("zero_width", seg.lines[k],
+             _cut(f"{sum(counts)} invisible characters inside words in: {cleaned[k][0]}"))]
 
 
 def _base64_hits(seg: _Segment) -> _Found:

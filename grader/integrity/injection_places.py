@@ -38,7 +38,7 @@ from ..types import Notebook, Output
 from .injection import InjectionHit, scan_source, scan_text
 
 __all__ = ["InstructorText", "fresh_outputs", "instructor_text", "scan_context",
-           "scan_submission"]
+           "scan_context_outputs", "scan_context_sources", "scan_submission"]
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +97,27 @@ def scan_submission(nb: Notebook, raw: Any, match: TemplateMatch, instructor: In
     ``raw``: the submission's nbformat node (metadata, attachments, every output
     format); ``fresh``: the outputs of our own run of it, by cell id.
     """
+    return [*_source_hits(nb, raw, instructor), *_output_hits(nb, raw, match, instructor, fresh)]
+
+
+def _source_hits(nb: Notebook, raw: Any, instructor: InstructorText) -> list[InjectionHit]:
+    """The notebook's metadata, and every cell's source, metadata and attachments."""
     hits = [h for h in _notebook_metadata(raw) if _signature(h) not in instructor.sources]
     for i, cell in enumerate(nb.cells):
-        raw_cell = _raw_cell(raw, i)
+        own = [*scan_source(cell, nb.language), *_cell_extras(cell.id, _raw_cell(raw, i))]
+        hits += [h for h in own if _signature(h) not in instructor.sources]
+    return hits
+
+
+def _output_hits(nb: Notebook, raw: Any, match: TemplateMatch, instructor: InstructorText,
+                 fresh: Fresh | None) -> list[InjectionHit]:
+    """Every cell's stored outputs, and those of our run (``fresh``)."""
+    hits: list[InjectionHit] = []
+    for i, cell in enumerate(nb.cells):
         origin = match.origin(cell.id)
         pair = origin.template_cell.id if origin is not None and origin.template_cell else None
         given = instructor.outputs.get(pair, frozenset()) if pair is not None else frozenset()
-        own = [*scan_source(cell, nb.language), *_cell_extras(cell.id, raw_cell)]
-        hits += [h for h in own if _signature(h) not in instructor.sources]
-        outs = _stored_outputs(cell.id, raw_cell, cell.outputs)
+        outs = _stored_outputs(cell.id, _raw_cell(raw, i), cell.outputs)
         if fresh is not None:
             outs += _fresh(cell.id, fresh.get(cell.id, ()))
         hits += [h for h in outs if _signature(h) not in given]
@@ -116,6 +128,24 @@ def scan_context(ctx: SubmissionContext, fresh: Fresh | None = None) -> list[Inj
     """``scan_submission`` for one submission of the pipeline; what the instructor's
     notebooks match is worked out once per assignment (with the solution's run once
     layer 2 has made it)."""
+    return scan_submission(ctx.submission, ctx.raw, ctx.match, _known(ctx), fresh)
+
+
+def scan_context_sources(ctx: SubmissionContext) -> list[InjectionHit]:
+    """The part of ``scan_context`` that needs no run: the sources, metadata and
+    attachments, where lines are set aside before any layer reads the answers."""
+    return _source_hits(ctx.submission, ctx.raw, _known(ctx))
+
+
+def scan_context_outputs(ctx: SubmissionContext, fresh: Fresh | None = None,
+                         ) -> list[InjectionHit]:
+    """The rest of ``scan_context``: stored outputs and those of our run."""
+    return _output_hits(ctx.submission, ctx.raw, ctx.match, _known(ctx), fresh)
+
+
+def _known(ctx: SubmissionContext) -> InstructorText:
+    """What the instructor's notebooks match, once per assignment (and once more with the
+    solution's run, when layer 2 has made it)."""
     actx = ctx.assignment
     run = actx.cache.get("solution_run")
     solution_run = fresh_outputs(run) if isinstance(run, ExecutionResult) else None
@@ -126,7 +156,7 @@ def scan_context(ctx: SubmissionContext, fresh: Fresh | None = None) -> list[Inj
             template_raw = load_notebook_node(actx.assignment.template)
             known = actx.cache[key] = instructor_text(
                 actx.template, actx.solution, template_raw, actx.solution_raw, solution_run)
-    return scan_submission(ctx.submission, ctx.raw, ctx.match, known, fresh)
+    return known
 
 
 def fresh_outputs(run: ExecutionResult) -> dict[str, tuple[Output, ...]]:

@@ -60,6 +60,9 @@ class SubmissionContext:
     match: TemplateMatch
     options: GradeOptions
     execution: ExecutionResult | None = None  # layer 2's run of this notebook, once it ran
+    # (cell id, line) of the blocks of text aimed at the grader: never an answer, never in
+    # a model's prompt (``grader.integrity.injection_blocks``; set before any layer runs)
+    flagged: frozenset[tuple[str, int]] = frozenset()
 
 
 class Layer(ABC):

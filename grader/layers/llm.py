@@ -91,6 +91,7 @@ class LLMLayers:
              excluded: set[tuple[str, int]]) -> dict[str, list[PlannedRequest] | Exception]:
         """Each layer's fitted requests, or why they could not be built."""
         out: dict[str, list[PlannedRequest] | Exception] = {}
+        excluded = set(excluded) | ctx.flagged  # a flagged block never reaches a model
         for name, role in LAYER_ROLES.items():
             try:
                 judge = self._can_judge(role)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from inference import GenerationRequest
 
-from ..analysis.answers import Answer, find_answer
+from ..analysis.answers import find_answer
 from ..analysis.template import match_template
 from ..rubrics.checks import alternatives
 from ..rubrics.schema import Criterion
@@ -176,9 +176,9 @@ def plan_feedback(ctx: SubmissionContext, excluded: set[tuple[str, int]],
     answers: dict[str, str] = {}
     for c in written:
         q = next((ch for ch in c.checks if ch.type == "answer"), None)
-        ans = find_answer(ctx.match, q.question, rubric.all_placeholders,
-                          rubric.questions, template=ctx.assignment.template) if q else None
-        answers[c.id] = _without(ans.text if ans else "", ctx, excluded, ans)
+        ans = find_answer(ctx.match, q.question, rubric.all_placeholders, rubric.questions,
+                          template=ctx.assignment.template, excluded=excluded) if q else None
+        answers[c.id] = ans.text if ans else ""  # flagged blocks are not the answer
     if not any(a.strip() for a in answers.values()):
         return []  # every question unanswered: nothing to judge
     model_answers = _model_answers(ctx, written)
@@ -318,15 +318,3 @@ def _model_answers(ctx: SubmissionContext, written: list[Criterion]) -> dict[str
             actx.cache["model_answers"] = cached
     return {c.id: cached.get(c.id, "") for c in written}
 
-
-def _without(text: str, ctx: SubmissionContext, excluded: set[tuple[str, int]],
-             ans: Answer | None) -> str:
-    """An answer's text without lines the injection detector flagged."""
-    if not excluded or ans is None:
-        return text
-    flagged = set()
-    for cid, line in excluded:
-        cell = ctx.submission.cell(cid)
-        if cell is not None and 0 < line <= len(cell.source.splitlines()):
-            flagged.add(cell.source.splitlines()[line - 1].strip())
-    return "\n".join(line for line in text.splitlines() if line.strip() not in flagged)

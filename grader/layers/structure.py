@@ -2,7 +2,8 @@
 
 Scores the rubric's ``assigns``, ``calls`` and ``answer`` checks on what the
 student wrote (see ``grader.analysis.template``): names and calls come from the syntax
-tree of the student's own lines, answers from the markdown under each question.
+tree of the student's own lines, answers from the markdown under each question (the
+blocks of text aimed at the grader, ``SubmissionContext.flagged``, never count).
 Also flags a notebook with no work of the student's, edited test or template
 cells, and variables of output checks that are assigned literal values only
 (hard-coded results instead of computation).
@@ -136,7 +137,8 @@ class StructureLayer(Layer):
     def _answer(ctx: SubmissionContext, crit: Criterion, check: Check) -> CheckResult:
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
         ans = find_answer(ctx.match, check.question, placeholders,
-                          ctx.assignment.rubric.questions, template=ctx.assignment.template)
+                          ctx.assignment.rubric.questions, template=ctx.assignment.template,
+                          excluded=ctx.flagged)
         if not ans.located:
             score, msg = 0.0, f"question {check.question!r} not found in the notebook"
         elif not ans.answered:
@@ -146,6 +148,9 @@ class StructureLayer(Layer):
             msg = f"answered with {ans.word_count} words"
             if ans.word_count < check.min_words:
                 msg += f", below the minimum of {check.min_words}"
+        if ans.set_aside:
+            msg += (f"; {ans.set_aside} line{'s' if ans.set_aside > 1 else ''} of text aimed "
+                    "at the grader not counted")
         return CheckResult(
             crit.id, "answer", check.question, score, check.weight, "L1", msg, ans.evidence
         )

@@ -481,6 +481,14 @@ def _injection(b: _Builder, lang: str) -> None:
     for what, nb in injections.variants(b.base(lang), lang).items():
         b.add("injection", lang, what, nb, name=what.replace(" ", "-")[:40],
               flag="prompt_injection", twin=clean.token)
+    template = json.loads((ASSIGNMENTS[lang] / "template.ipynb").read_text(encoding="utf-8"))
+    twins = {"clean": clean.token} | {
+        name: b.add("injection", lang, f"the {name} twin", nb,
+                    name=f"{name}-twin".replace(" ", "-"), clean=True).token
+        for name, nb in injections.twins(b.base(lang), lang, template).items() if name != "clean"}
+    for what, (twin, nb) in injections.twinned_variants(b.base(lang), lang, template).items():
+        b.add("injection", lang, what, nb, name=what.replace(" ", "-").replace(":", "")[:40],
+              flag="prompt_injection", twin=twins[twin])
 
 
 def _prompt(b: _Builder) -> None:
