@@ -2,7 +2,9 @@
 
 The assignment chosen survives visits to other pages (``grade_assignment_kept``);
 the Grade button is disabled while a job runs, and starting the same work twice
-gives the running job (grader.service.jobs), so two quick clicks grade once.
+gives the running job (grader.service.jobs), so two quick clicks grade once. A batch
+of more notebooks than the limit (grader.service.sizing) waits for the instructor to
+confirm it, with the count and a time estimate (``grade_confirm``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from grader.service.jobs import (
     start_resuming,
 )
 from grader.service.review import one_grade_per_student
+from grader.service.sizing import batch_size
 from grader.service.workspace import Upload
 from grader.views.reports import offline_markdown, problem_lines, result_rows
 
@@ -153,17 +156,37 @@ for b in interrupted_batches(workspace, name):
         else:
             st.rerun()
 
+
+
+def _start(uploads: list[Upload]) -> None:
+    """Grade ``uploads`` (the same uploads while they are graded: the running job)."""
+    st.session_state.pop("grade_confirm", None)
+    st.session_state["grade_job"] = start_grading(
+        workspace, name, uploads, options, get_client() if use_llm else None, int(workers),
+        regrade)
+    st.session_state["grade_uploads"] = st.session_state.get("grade_uploads", 0) + 1
+    st.rerun()  # draw the page again with the button disabled while the job runs
+
+
+uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
 if st.button("Grade", type="primary", key="grade_run", disabled=busy,
              help="Grading: wait for this batch to end." if busy else None):
-    uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
+    size = batch_size([(u.name, u.data) for u in uploads], options, int(workers))
     if not uploads:
         st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
-    else:  # the same uploads while they are graded: the running job, not a second batch
-        st.session_state["grade_job"] = start_grading(
-            workspace, name, uploads, options, get_client() if use_llm else None, int(workers),
-            regrade)
-        st.session_state["grade_uploads"] = st.session_state.get("grade_uploads", 0) + 1
-        st.rerun()  # draw the page again with the button disabled while the job runs
+    elif size.over_limit:  # asked once more, with what it would take
+        st.session_state["grade_confirm"] = (size.notebooks, size.words(), size.limit)
+    else:
+        _start(uploads)
+if (asked := st.session_state.get("grade_confirm")) and not busy:
+    count, words, limit = asked
+    st.warning(f"{words}: more than {limit:,} notebooks in one batch. Grade them all?")
+    yes, no = st.columns(2)
+    if yes.button(f"Grade all {count:,}", key="grade_confirm_yes"):
+        _start(uploads)
+    if no.button("Cancel", key="grade_confirm_no"):
+        st.session_state.pop("grade_confirm", None)
+        st.rerun()
 
 # -- live progress -------------------------------------------------------------------
 if job is not None:

@@ -22,8 +22,15 @@ names as they were, and ``notes`` says what was noticed about an input (a
 duplicate name, text that had to be replaced). Every error names the path it
 is about. Exit status: 0 when every input was graded, 1 when some were not, 2
 for a bad command line, a broken assignment folder, or a path that cannot be
-read or written (grades already made are printed first). ``check`` exits 0 when
-the assignment is sound, 1 when the instructor has something to fix.
+read or written (grades already made are printed first), 2 for a batch of more
+notebooks than ``--max-notebooks`` allows (300 unless raised; the error names the
+archive and the count). ``check`` exits 0 when the assignment is sound, 1 when the
+instructor has something to fix.
+
+SIGTERM (or SIGHUP) in the middle of ``grade`` stops the batch: the sandboxes are
+killed, their run folders and cgroups removed, the grades made so far printed (and,
+with --db, saved: grading the same files again grades only the rest) with the
+notebooks not graded named, and the exit status is 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +48,7 @@ from typing import Any
 from inference import DisaggregatedClient, load_config
 
 from .assignment import load_assignment
-from .errors import GraderError, RubricError
+from .errors import GraderError, GradingStopped, RubricError
 from .exports.formats import write_exports
 from .layers.base import GradeOptions
 from .letters.pdf import FontError
@@ -49,9 +57,10 @@ from .pipeline import GradeInput, Grader
 from .rubrics.import_seed import import_seed_file, report_lines
 from .rubrics.schema import load_rubric, save_rubric
 from .scoring import error_report
-from .service.batch import grade_batch
+from .service.batch import grade_batch, stop_on_signals
 from .service.imports import import_nbgrader_folder, import_otter_folder, import_otter_master
 from .service.selfcheck import SelfCheck, check_assignment
+from .service.sizing import MAX_NOTEBOOKS, batch_size, check_batch_size
 from .store.database import Store
 from .types import GradeReport
 from .views.agreement import cmd_agreement, parse_step
@@ -139,17 +148,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:  # before grading: a typo here must not cost a graded batch
         out_dir.mkdir(parents=True, exist_ok=True)
+    inputs = [Path(p) for p in args.inputs]
+    check_batch_size(batch_size(_readable(inputs), options, args.workers, args.max_notebooks))
     client = None if args.no_llm else DisaggregatedClient(load_config())
     grader = Grader(assignment, options, client=client)
-    if not args.no_check:
-        _print_check(check_assignment(assignment, options, grader.context))
-    files, problems = expand_inputs([Path(p) for p in args.inputs])
+    files, problems = expand_inputs(inputs)
     items = [GradeInput.from_submission(f) for f in files]
     store = Store(Path(args.db)) if args.db else None
     try:
-        result = grade_batch(
-            grader, items, store, args.workers, _Bar(len(items)), regrade=args.regrade
-        )
+        with stop_on_signals():
+            if not args.no_check:
+                _print_check(check_assignment(assignment, options, grader.context))
+            result = grade_batch(
+                grader, items, store, args.workers, _Bar(len(items)), regrade=args.regrade
+            )
+    except GradingStopped as stop:
+        return _stopped(stop, items, args)
     finally:
         if store is not None:
             store.close()
@@ -183,6 +197,41 @@ def cmd_grade(args: argparse.Namespace) -> int:
             export_error, FontError) else _os_error(export_error, out_dir))
         return 2
     return 0 if all(r.status == "graded" for r in reports) else 1
+
+
+def _readable(paths: list[Path]) -> list[tuple[str, bytes]]:
+    """(path, bytes) of the inputs that can be read (the others are named when expanded)."""
+    out = []
+    for path in paths:
+        try:
+            out.append((str(path), path.read_bytes()))
+        except OSError:
+            continue
+    return out
+
+
+def _stopped(stop: GradingStopped, items: list[GradeInput], args: argparse.Namespace) -> int:
+    """What a stopped batch graded (and saved) and what it did not, on stdout."""
+    graded = {(r.file, r.sha256) for r in stop.reports}
+    left = [i.name for i in items if (i.name, i.sha256) not in graded]
+    saved = f" and saved in {args.db}" if args.db else ""
+    if args.json:
+        print(json.dumps([summary(r) for r in stop.reports] + [
+            {"file": name, "status": "not graded", "error": f"grading was stopped ({stop.why})"}
+            for name in left], indent=2))
+    else:
+        for r in stop.reports:
+            shown = r.error if r.status == "error" else f"{r.score:g}/{r.max_score:g}"
+            print(f"{r.file}: {shown}")
+        for name in left:
+            print(f"{name}: not graded (grading was stopped: {stop.why})")
+        print(f"grading was stopped ({stop.why}): {len(stop.reports)} of {len(items)} "
+              f"notebooks graded{saved}, {len(left)} not graded"
+              + (f"; grade the same files with --db {args.db} to grade the rest" if args.db
+                 and left else ""))
+    sys.stdout.flush()
+    number = getattr(signal.Signals, stop.why, None)
+    return 128 + number.value if number is not None else 1
 
 
 def _os_error(exc: OSError, fallback: Path | str | None = None) -> str:
@@ -265,7 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sample each model k times; unstable criteria go to review")
     g.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (60)")
     g.add_argument("--total-timeout", type=int, default=600, help="seconds per notebook (600)")
-    g.add_argument("--memory-mb", type=int, default=2048, help="memory cap per run (2048)")
+    g.add_argument("--memory-mb", type=int, default=2048,
+                   help="memory cap per process of a run, and (plus 512 for the runner) of "
+                        "all its processes together where a cgroup can be made (2048)")
+    g.add_argument("--max-notebooks", type=int, default=MAX_NOTEBOOKS,
+                   help=f"grade at most this many notebooks in one batch ({MAX_NOTEBOOKS})")
     g.add_argument(
         "--allow-unsandboxed",
         action="store_true",

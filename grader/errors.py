@@ -6,6 +6,7 @@
     │   ├── ArchiveError      bad ZIP: zip-slip, zip bomb, corrupt
     │   └── RubricError       rubric invalid: lists every problem found
     ├── SandboxError          the sandbox could not be set up (not the student's fault)
+    ├── GradingStopped        the grader was told to stop (SIGTERM) in the middle of a batch
     └── StoreError            the SQLite store failed
 
 Every InputError names the file and the reason; layers never raise into the
@@ -13,6 +14,12 @@ pipeline's caller (a crashed layer becomes a result with the error attached).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .types import GradeReport
 
 
 class GraderError(Exception):
@@ -42,6 +49,16 @@ class RubricError(InputError):
 
 class SandboxError(GraderError):
     pass
+
+
+class GradingStopped(GraderError):
+    """Grading stopped before the batch's end: ``reports`` holds the notebooks graded (and,
+    with a store, saved) before the stop; the others were not graded."""
+
+    def __init__(self, why: str, reports: Sequence[GradeReport] = ()) -> None:
+        self.why = why
+        self.reports = list(reports)
+        super().__init__(f"grading was stopped ({why}) after {len(self.reports)} notebooks")
 
 
 class PromptBudgetError(GraderError):

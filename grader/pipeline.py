@@ -25,7 +25,7 @@ from inference import DisaggregatedClient
 
 from .analysis.template import match_template
 from .assignment import Assignment
-from .errors import NotebookError, RubricError
+from .errors import GradingStopped, NotebookError, RubricError
 from .events import EventSink, GradeEvent
 from .integrity.injection import injection_flag
 from .integrity.injection_blocks import injection_blocks
@@ -48,6 +48,7 @@ from .layers.structure import StructureLayer
 from .notebooks.archive import SubmissionFile
 from .notebooks.load import load_checked, load_notebook, load_notebook_node
 from .safe_text import shown_name
+from .sandbox.runs import stopping
 from .scoring import build_report, error_report
 from .types import Flag, GradeReport, LayerResult
 
@@ -226,15 +227,22 @@ class Grader:
     def grade_many(
         self, items: Sequence[GradeInput], workers: int = 1, progress: Progress | None = None
     ) -> list[GradeReport]:
-        """Grade in ``workers`` threads; reports in input order; progress after each."""
+        """Grade in ``workers`` threads; reports in input order; progress after each.
+        Once the process stops its runs (SIGTERM, ``grader.sandbox.stopping``), no notebook
+        starts and a report made during the stop is dropped (its run may have been
+        killed): GradingStopped, holding the reports made before."""
         done = 0
         lock = threading.Lock()
         results: list[GradeReport | None] = [None] * len(items)
 
         def one(i: int) -> None:
             nonlocal done
+            if stopping():
+                return
             report = self.grade(items[i])
             with lock:
+                if stopping():
+                    return
                 results[i] = report
                 done += 1
                 if progress is not None:
@@ -246,4 +254,6 @@ class Grader:
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade") as pool:
                 list(pool.map(one, range(len(items))))
+        if why := stopping():
+            raise GradingStopped(why, [r for r in results if r is not None])
         return [r for r in results if r is not None]

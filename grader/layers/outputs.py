@@ -166,6 +166,10 @@ class OutputLayer(Layer):
                 result.flags.append(
                     Flag("timeout", "execution hit the time limit; later cells did not run")
                 )
+            if run.oom_kills:
+                result.flags.append(Flag(
+                    "out_of_memory", f"the run's memory limit (all its processes together) "
+                    f"killed {run.oom_kills} of its processes; cells after that did not run"))
         return result
 
     def _nothing_to_run(self, ctx: SubmissionContext, result: LayerResult) -> LayerResult:

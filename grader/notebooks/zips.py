@@ -17,6 +17,10 @@ a cap, never trusting the declared size.
 
 Entry names marked UTF-8 that are not (some zip tools) are read as cp437, as
 unmarked names are, with a note, rather than refusing the archive.
+
+``count_notebooks`` says how many notebooks a ZIP holds from its central directory
+alone (and those of the ZIPs in it), so that a batch too large to grade unasked
+(``grader.service.batch.batch_size``) is refused before anything is read.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from grader.notebooks.load import DEFAULT_LIMITS as DEFAULT_NOTEBOOK_LIMITS
 from grader.notebooks.load import NotebookLimits
 from grader.safe_text import shown_name
 
-__all__ = ["DEFAULT_ARCHIVE_LIMITS", "ArchiveLimits", "EntryProblem", "ZipEntry", "mb",
-           "shown_entry", "zip_entries"]
+__all__ = ["DEFAULT_ARCHIVE_LIMITS", "ArchiveLimits", "EntryProblem", "ZipEntry", "count_notebooks",
+           "mb", "shown_entry", "zip_entries"]
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +207,37 @@ class _Reader:
         if not names:
             log.info("%s: %s is nested too deep and holds no notebook", self.name, full)
         return []
+
+
+def count_notebooks(data: bytes, name: str,
+                    limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> int:
+    """How many notebooks the ZIP ``data`` holds (nested ZIPs up to ``max_depth``
+    included), read from central directories; an archive that cannot be opened or is
+    too large to count raises ``ArchiveError``."""
+
+    def count(zf: zipfile.ZipFile, depth: int) -> int:
+        infos = zf.infolist()
+        if len(infos) > limits.max_members:
+            raise ArchiveError(name, f"zip bomb suspected: {len(infos):,} entries (the limit "
+                                     f"is {limits.max_members:,})")
+        found = 0
+        for info in infos:
+            path = info.filename.replace("\\", "/")
+            if not _wanted(path) or _ignored(path):
+                continue
+            if path.lower().endswith(".ipynb"):
+                found += 1
+            elif depth < limits.max_depth and info.file_size <= limits.max_total_bytes:
+                try:
+                    with zipfile.ZipFile(io.BytesIO(zf.read(info))) as inner:
+                        found += count(inner, depth + 1)
+                except _READ_ERRORS:  # reading it for grading names the problem
+                    continue
+        return found
+
+    zf, _ = _open(data, name)
+    with zf:
+        return count(zf, 0)
 
 
 def shown_entry(raw: str) -> str:

@@ -3,10 +3,18 @@
 ``execution`` runs a notebook (nbclient and its kernel together, in ``runner``) inside
 bubblewrap with no network, private namespaces, a uid and a cgroup of the run's own
 (``limits``, ``cgroup``), an allow-list view of the host (``view``), the assignment's
-data wherever the code names it (``layout``) and private run folders (``runs``);
-``tamper`` notices code that hides its errors; ``inspect_code`` summarises variables in
-the kernel (``VariableSummary``); ``kernel_cache`` prebuilds caches a fresh home needs.
-``runner`` imports nothing of ours: it runs as ``python -I`` inside the sandbox.
+data wherever the code names it (``layout``, never through a link out of its assignment
+folder), private run folders (``runs``) and a stop of every run at once, on SIGTERM
+(``stopping``); the cgroup bounds the memory of the run's processes together;
+``tamper`` notices code that hides its errors and ``check_tamper`` code that reaches for
+the checks' paths. Values and the instructor's tests are judged outside the student's
+kernel (``bridge``): the kernel only exports data (``datacodec``, bound before the
+student's first cell by ``pykernel`` / ``rkernel.R``), and the runner's verifiers
+(``pyverify`` with ``pyremote`` and ``pysummary``; ``rverify`` with ``rverify.R``) compute
+every summary (``inspect_code.VariableSummary``) and verdict (``tests``).
+``kernel_cache`` prebuilds caches a fresh home needs. ``runner`` (with ``runner_os``)
+imports nothing of ours but its siblings, by path: it runs as ``python -I`` inside the
+sandbox.
 
 May import: errors, types, pyast, notebooks.
 """

@@ -48,7 +48,7 @@ from grader.sandbox.cgroup import RunCgroup
 from grader.sandbox.check_tamper import check_findings
 from grader.sandbox.inspect_code import VariableSummary
 from grader.sandbox.layout import Layout
-from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user
+from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user, run_memory_mb
 from grader.sandbox.runs import make_run_folder
 from grader.sandbox.tamper import probe_code, probe_findings, static_findings
 from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
@@ -76,7 +76,9 @@ SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
 class ExecLimits:
     cell_timeout_s: int = 60
     total_timeout_s: int = 600
-    memory_mb: int = 2048  # address space of each process in the sandbox
+    # address space of each process in the sandbox; with a cgroup, also the memory of all
+    # its processes together (plus the runner's share, limits.run_memory_mb)
+    memory_mb: int = 2048
     max_processes: int = 256  # processes and threads (as root: of the run's own uid)
     max_file_mb: int = 200  # largest file a process may write
     allow_unsandboxed: bool = False  # run without bubblewrap (limits only) when it is missing
@@ -108,6 +110,7 @@ class ExecutionResult:
     tests: dict[str, TestRun] = field(default_factory=dict)  # by InstructorTest.key
     # code that tampers with how values and tests reach the grader (static and as observed)
     check_tampering: list[Evidence] = field(default_factory=list)
+    oom_kills: int = 0  # the run's processes killed by its memory bound (all together)
 
 
 def kernel_available(language: str) -> bool:
@@ -206,6 +209,7 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                     [t.text for t in checks_tampered])
     result = _result(outcome, names, kernel, language, started, sandboxed, notes, tampering)
     result.tests = runs
+    result.oom_kills = outcome.oom_kills
     result.check_tampering = list({t.text: t for t in checks_tampered}.values())
     return result
 
@@ -221,6 +225,7 @@ class _Outcome:
     nproc: int  # RLIMIT_NPROC set
     cgroup: str  # what the run's cgroup was ("" without one)
     refused_forks: int  # counted by the cgroup
+    oom_kills: int = 0  # processes the cgroup's memory bound killed
 
     def containment(self, user: SandboxUser, limits: ExecLimits) -> str:
         """What bounded the run's processes, as the runner saw it from inside."""
@@ -302,7 +307,8 @@ def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: st
                     log.warning("unreadable event from the sandbox runner: %r", line[:200])
 
     reader = threading.Thread(target=read_events, daemon=True)
-    cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES)
+    cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES,
+                              memory_mb=run_memory_mb(limits.memory_mb))
     nproc = user.nproc(limits.max_processes)
     preexec = limiter(limits.memory_mb, limits.max_file_mb, nproc,
                       limits.total_timeout_s + GRACE_S + extra,
@@ -329,7 +335,8 @@ def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: st
                 proc.wait()
                 killed = True
             reader.join(timeout=30)
-            refused, described = cgroup.refused_forks(), cgroup.describe()
+            refused, described, oom = (cgroup.refused_forks(), cgroup.describe(),
+                                       cgroup.oom_kills())
         finally:
             cgroup.close()
         if not any(e.get("event") in ("start", "fatal") for e in events):
@@ -337,4 +344,4 @@ def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: st
             tail = runner_log.read().decode("utf-8", errors="replace").strip()[-1000:]
             raise SandboxError(f"the sandbox runner exited with {proc.returncode} before the "
                                f"kernel started: {tail}")
-    return _Outcome(events, killed, nproc, described, refused)
+    return _Outcome(events, killed, nproc, described, refused, oom)

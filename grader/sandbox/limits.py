@@ -12,7 +12,10 @@ alone, student code runs as root and the notes say so). As another user the grad
 the earlier behaviour: the sandbox runs as that user with RLIMIT_NPROC at the user's
 count plus the allowance.
 ``limiter`` builds the function that applies the rlimits (and joins the run's cgroup,
-``grader.sandbox.cgroup``) in the child before bubblewrap starts.
+``grader.sandbox.cgroup``) in the child before bubblewrap starts. ``run_memory_mb`` sizes
+the run cgroup's memory bound: ``memory_mb`` (RLIMIT_AS, each process's address space)
+for all the run's processes together, plus ``RUN_OVERHEAD_MB`` for the runner and
+bubblewrap.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from pathlib import Path
 
 from grader.errors import SandboxError
 
-__all__ = ["SandboxUser", "hand_over", "limiter", "reserve_user", "uid_processes"]
+__all__ = ["SandboxUser", "hand_over", "limiter", "reserve_user", "run_memory_mb",
+           "uid_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,7 @@ POOL_START = 1_900_000_000  # above the uids of users, systemd and container ran
 POOL_SIZE = 4096
 LOCKS = "grader-sandbox-uids"
 RELEASE_WAIT_S = 10.0
+RUN_OVERHEAD_MB = 512  # the runner (nbclient) and bubblewrap, beside the student's code
 
 
 @dataclass
@@ -192,6 +197,11 @@ def hand_over(work: Path, user: SandboxUser, keep: tuple[Path, ...] = ()) -> Non
             if path not in keep:
                 os.chown(path, user.uid, user.gid, follow_symlinks=False)
     work.chmod(0o700)
+
+
+def run_memory_mb(memory_mb: int) -> int:
+    """The memory of all a run's processes together, for ``memory_mb`` per process."""
+    return memory_mb + RUN_OVERHEAD_MB
 
 
 def limiter(memory_mb: int, max_file_mb: int, nproc: int, cpu_s: int,

@@ -8,6 +8,8 @@ student's notebook and data), so the first run of each grader process in a paren
 removes the folders whose owner is gone; a folder of a live grader, of another pid
 namespace, or in another format is left alone. The tag is the folder's own name, which
 the student's code cannot change (the folder is the sandbox's mount point).
+The folders this process made are listed (``live_run_folders``); once the process is
+stopping (``mark_stopping``, by ``grader.sandbox.stopping``) no new one is made.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 
 from grader.errors import SandboxError
 
-__all__ = ["Owner", "make_run_folder", "process_alive", "remove_stale_runs"]
+__all__ = ["Owner", "allow_runs", "live_run_folders", "make_run_folder", "mark_stopping",
+           "process_alive", "refuse_if_stopping", "remove_stale_runs", "stopping"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,31 @@ PREFIX = "grader-run-"
 _TAGGED = re.compile(rf"^{PREFIX}(?P<ns>\d+)-(?P<pid>\d+)-(?P<start>\d+)-[A-Za-z0-9_]+$")
 _cleaned: set[Path] = set()
 _cleaning = threading.Lock()
+_made: set[Path] = set()  # the run folders this process made (pruned once removed)
+_why: list[str] = []  # why this process stops its runs (``grader.sandbox.stopping``)
+
+
+def stopping() -> str:
+    """Why this process is stopping its runs ("" when it is not)."""
+    with _cleaning:
+        return _why[0] if _why else ""
+
+
+def mark_stopping(why: str) -> None:
+    with _cleaning:
+        if not _why:
+            _why.append(why)
+
+
+def allow_runs() -> None:
+    """Lift a stop: runs may start again."""
+    with _cleaning:
+        _why.clear()
+
+
+def refuse_if_stopping() -> None:
+    if why := stopping():
+        raise SandboxError(f"grading was stopped ({why}): the notebook was not run")
 
 
 @dataclass(frozen=True)
@@ -83,12 +111,21 @@ def process_alive(pid: int, start: int) -> bool:
 def make_run_folder(parent: Path | None) -> Path:
     """A new private run folder in ``parent`` (default: the temporary folder), after
     removing the stale ones there (once per parent and grader process)."""
+    refuse_if_stopping()
     base = Path(parent) if parent is not None else Path(tempfile.gettempdir())
     base.mkdir(parents=True, exist_ok=True)
     remove_stale_runs(base)
     folder = Path(tempfile.mkdtemp(prefix=PREFIX + Owner.me().tag, dir=base))
     os.chmod(folder, 0o700)  # mkdtemp's mode already; say it where it matters
+    with _cleaning:
+        _made.intersection_update(live_run_folders())
+        _made.add(folder)
     return folder
+
+
+def live_run_folders() -> list[Path]:
+    """The run folders this process made that are still there."""
+    return sorted(p for p in list(_made) if p.exists())
 
 
 def remove_stale_runs(base: Path) -> list[Path]:

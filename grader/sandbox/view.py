@@ -9,8 +9,10 @@ The sandbox's root is an empty, read-only tmpfs holding only:
 - the runtimes a run needs, read-only at their own paths (``runtime_paths``): this
   interpreter and its base installation, the kernel's kernelspec folder and the
   installation its command lives in, R's home and library folders, and the runner;
-- ``/dev`` and ``/proc`` (the sandbox's own), ``/tmp`` (the work folder's ``tmp``) and the
-  run's work folder, writable;
+- ``/dev`` and ``/proc`` (the sandbox's own, with ``/proc/1/cmdline`` and ``environ``
+  covered by neutral files: pid 1 is bubblewrap, whose command line names the host's
+  folders it binds, the repository's and the run's among them), ``/tmp`` (the work
+  folder's ``tmp``) and the run's work folder, writable;
 - top-level folders a student's absolute data paths name (``/workspaces``, ``/home``, ...):
   the work folder's ``mnt/<top>``, holding the data placed there.
 Everything else of the host (``/home``, ``/root``, ``/srv``, ``/mnt``, ``/opt``, ``/work``,
@@ -48,6 +50,7 @@ ETC_ALLOWED = frozenset({
     f"python{sys.version_info[0]}.{sys.version_info[1]}",
 })
 IDENTITY = ("passwd", "group", "hosts", "nsswitch.conf")  # written for each run
+PID1 = {"cmdline": "bwrap\0", "environ": ""}  # shown for bubblewrap, pid 1 in the sandbox
 HOST_EXTRAS = (Path("/sys/devices/system/cpu"), Path("/sys/devices/system/node"),
                Path("/var/cache/fontconfig"))
 R_FOLDERS = (Path("/usr/lib/R"), Path("/usr/local/lib/R"), Path("/usr/share/R"), Path("/etc/R"))
@@ -126,7 +129,8 @@ def _r_folders(r_command: str | None, env: dict[str, str]) -> list[Path]:
 
 
 def write_identity(folder: Path, uid: int, gid: int, home: Path) -> None:
-    """The sandbox's ``/etc/passwd``, ``group``, ``hosts`` and ``nsswitch.conf``."""
+    """The sandbox's ``/etc/passwd``, ``group``, ``hosts`` and ``nsswitch.conf``, and
+    what its ``/proc/1/cmdline`` and ``environ`` show."""
     folder.mkdir(mode=0o755)
     users = {0: ("root", 0, "/root"), 65534: ("nobody", 65534, "/nonexistent")}
     users.setdefault(uid, (SANDBOX_USER, gid, str(home)))
@@ -140,6 +144,7 @@ def write_identity(folder: Path, uid: int, gid: int, home: Path) -> None:
         "nsswitch.conf": "".join(f"{db}: files\n" for db in (
             "passwd", "group", "shadow", "hosts", "networks", "protocols", "services")),
     }
+    files |= {f"pid1-{name}": text for name, text in PID1.items()}
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
         (folder / name).chmod(0o644)
@@ -177,6 +182,8 @@ class View:
         for name in IDENTITY:
             argv += ["--ro-bind", str(identity / name), f"/etc/{name}"]
         argv += ["--dev", "/dev", "--proc", "/proc"]
+        for name in PID1:  # over the sandbox's own /proc, mounted just before
+            argv += ["--ro-bind", str(identity / f"pid1-{name}"), f"/proc/1/{name}"]
         for extra in HOST_EXTRAS:
             argv += _show(extra)
         argv += ["--bind", str(work / "tmp"), "/tmp"]

@@ -7,20 +7,25 @@ content already graded with the same rubric version is reused, not regraded.
 While a batch is graded its owner (this process) beats a heartbeat in the store;
 if grading raises, the batch is marked interrupted at once, so that it is offered
 for resuming (grader/store/batch_owner.py says how a batch killed outright is found).
+A batch stopped on purpose (SIGTERM: ``grader.sandbox.stopping``) raises GradingStopped
+with every report it has (reused or saved); the rest stay pending, to be resumed.
+``stop_on_signals`` turns SIGTERM and SIGHUP into such a stop for a command line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import StoreError
+from ..errors import GradingStopped, StoreError
 from ..pipeline import GradeInput, Grader, Progress
 from ..rubrics.schema import dumps
+from ..sandbox.stopping import stop_runs, wait_for_runs
 from ..store.batch_owner import HEARTBEAT_S
 from ..store.database import Store
 from ..types import GradeReport
@@ -87,10 +92,13 @@ def grade_batch(
         if progress is not None:
             progress(done, len(items), report)
 
-    with _owned(store, batch_id, bool(todo)):
-        fresh = grader.grade_many(
-            [items[i] for i in todo], workers, _saving(store, aid, rv, items, todo, pending, saved)
-        )
+    try:
+        with _owned(store, batch_id, bool(todo)):
+            fresh = grader.grade_many([items[i] for i in todo], workers,
+                                      _saving(store, aid, rv, items, todo, pending, saved))
+    except GradingStopped as stop:  # the batch is interrupted: what was saved, reused too
+        raise GradingStopped(stop.why, [r for r in reports if r is not None] + stop.reports
+                             ) from None
     for i, report in zip(todo, fresh, strict=True):
         reports[i] = report
     return BatchResult([r for r in reports if r is not None], batch_id, reused)
@@ -179,3 +187,25 @@ def resume_batch(
                                     progress or (lambda *_: None))
         )
     return BatchResult(reports, batch_id, 0)
+
+
+@contextmanager
+def stop_on_signals(signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGHUP)
+                    ) -> Iterator[None]:
+    """While the body grades (main thread only): ``signals`` stop this process's runs
+    (``grader.sandbox.stopping``) instead of ending the process at once, so the batch
+    ends in GradingStopped with its grades saved, and no sandbox, run folder or cgroup
+    is left behind; then the handlers before are put back."""
+    def stop(signum: int, _frame: object) -> None:
+        stop_runs(signal.Signals(signum).name)
+
+    before = {s: signal.signal(s, stop) for s in signals}
+    try:
+        yield
+    except GradingStopped:
+        if left := wait_for_runs():
+            log.warning("run folders still there after the stop: %s", left)
+        raise
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)

@@ -14,10 +14,16 @@ same assignment and options, the same grades to regrade, the same batch to
 resume) while a job does it gives that job, not a second batch (two quick
 clicks on Grade). A notebook with little in common with the assignment's template
 (the pipeline's ``unlike_template`` flag) is named in ``JobResult.unlike``.
+
+A process that exits with jobs running (the app stopped with SIGTERM) stops them first
+(``stop_jobs``, registered with ``atexit`` when the first job starts): their sandboxes
+are killed, their run folders and cgroups removed, the grades made so far stay saved
+and each batch is left interrupted, to be resumed.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import hashlib
 import logging
@@ -35,6 +41,7 @@ from ..layers.base import GradeOptions
 from ..notebooks.archive import InputProblem, expand_uploads
 from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import Rubric, loads
+from ..sandbox.stopping import allow_runs, stop_runs, wait_for_runs
 from ..store.database import BatchRow, GradeRow, Store
 from ..types import GradeReport
 from ..views.progress import BoardSnapshot, ProgressBoard
@@ -70,6 +77,7 @@ RunBatch = Callable[[Grader, list[GradeInput]], BatchResult]
 
 _LIVE: set[GradeJob] = set()  # jobs running in this process
 _LIVE_LOCK = threading.Lock()
+_AT_EXIT: list[bool] = []  # stop_jobs registered with atexit
 
 
 def _store_file(store: Store) -> str:
@@ -123,6 +131,9 @@ class GradeJob:
                          self.assignment)
                 return same
             _LIVE.add(self)
+            if not _AT_EXIT:
+                _AT_EXIT.append(True)
+                atexit.register(stop_jobs, "the grader is stopping")
             self._thread.start()
         return self
 
@@ -184,6 +195,27 @@ class GradeJob:
             if snap.version != since_version or self.finished or time.monotonic() > deadline:
                 return snap
             time.sleep(0.02)
+
+
+def stop_jobs(why: str, timeout_s: float = 60.0) -> list[GradeJob]:
+    """Stop every grading job of this process: their sandboxes killed (``grader.sandbox.
+    stopping``), each job ended with its batch interrupted and the grades made so far
+    saved; then runs may start again. The jobs still running after ``timeout_s``."""
+    with _LIVE_LOCK:
+        jobs = list(_LIVE)
+    if not jobs:
+        return []
+    stop_runs(why)
+    deadline = time.monotonic() + timeout_s
+    try:
+        for job in jobs:
+            job._thread.join(max(0.0, deadline - time.monotonic()))
+        wait_for_runs(max(0.0, deadline - time.monotonic()))
+    finally:
+        allow_runs()
+    left = [j for j in jobs if j.running]
+    log.warning("stopped %d grading jobs (%s); %d still running", len(jobs), why, len(left))
+    return left
 
 
 def _unlike(reports: Sequence[GradeReport], items: Sequence[GradeInput],
