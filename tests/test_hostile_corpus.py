@@ -71,5 +71,20 @@ def test_a_notebook_far_past_the_context_still_gets_model_layers(findings: Findi
     assert not wrong, wrong
 
 
+def test_an_assignment_whose_data_links_out_is_refused_and_leaks_nothing(
+        findings: Findings) -> None:
+    links = findings.links
+    assert links["returncode"] == 2, links
+    assert links["named"], links
+    assert links["secret_shown"] == 0, links
+
+
+def test_a_forged_verdict_never_beats_its_honest_twin(findings: Findings) -> None:
+    forged = [o for o in findings.by_class()["forging"] if o.case.expect.get("twin")]
+    assert len(forged) >= 9, [o.case.what for o in forged]
+    assert {o.case.language for o in forged} == {"python", "r"}
+    assert all(o.ok for o in forged), [o.got for o in forged if not o.ok]
+
+
 def test_no_run_folder_is_left_behind(findings: Findings) -> None:
     assert findings.leftovers == 0

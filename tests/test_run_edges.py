@@ -115,6 +115,42 @@ def test_a_memory_hungry_family_in_a_notebook_is_bounded_and_said_so():
     notes = " ".join(result.notes)
     assert "at most 1536 MB of memory for all its processes together" in notes
     assert "the memory limit killed" in notes
+    assert result.oom_kills >= killed  # the outputs layer flags it (out_of_memory)
+
+
+# --- a cell that writes without end ---------------------------------------------------------
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_stderr_flood_is_cut_as_it_arrives_and_flagged(tmp_path):
+    """A cell writing to stderr forever used to fill the runner's memory until a
+    MemoryError that the letter blamed on the student's code. Now the runner keeps the
+    first MAX_STREAM characters, drops the rest as it comes, and says which stream."""
+    flood = "import sys\nwhile True:\n    sys.stderr.write('x' * 1000 + '\\n')"
+    result = execute_notebook(notebook("a = 1", flood), "python", [], ["a"],
+                              ExecLimits(cell_timeout_s=8, total_timeout_s=60), workdir=tmp_path)
+    quiet, loud = result.cells
+    assert (quiet.flooded, loud.flooded) == ((), ("stderr",))
+    assert loud.error.startswith("CellTimeoutError")  # it ran on until its time limit
+    assert "MemoryError" not in loud.error
+    assert sum(len(o.text) for o in loud.outputs) < 200_000  # what is kept of one output
+    assert result.variables["a"].values == 1  # the run went on to the inspection
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_flooding_notebook_is_flagged_output_flood_in_its_grade():
+    from grader.assignment import load_assignment
+    from grader.pipeline import GradeInput, Grader
+
+    nb = nbformat.read(EXAMPLE / "submissions" / "complete.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import sys\nfor i in range(3_000_000):\n    sys.stderr.write('flood %d\\n' % i)"))
+    grader = Grader(load_assignment(EXAMPLE), GradeOptions(cell_timeout_s=30))
+    report = grader.grade(GradeInput("flood.ipynb", nbformat.writes(nb).encode()))
+    flags = {f.code: f.message for f in report.flags}
+    assert "output_flood" in flags, flags
+    assert "stderr" in flags["output_flood"]
 
 
 # --- pid 1 of the sandbox -----------------------------------------------------------------

@@ -166,6 +166,13 @@ class OutputLayer(Layer):
                 result.flags.append(
                     Flag("timeout", "execution hit the time limit; later cells did not run")
                 )
+            flooded = [(c.index, name) for c in run.cells for name in c.flooded]
+            if flooded:
+                shown = ", ".join(f"cell {i} ({name})" for i, name in flooded[:5])
+                result.flags.append(Flag(
+                    "output_flood", f"the notebook wrote more output than is kept ({shown}): "
+                    "the rest was dropped as it came, and the cell ran on until it ended or "
+                    "hit its time limit"))
             if run.oom_kills:
                 result.flags.append(Flag(
                     "out_of_memory", f"the run's memory limit (all its processes together) "

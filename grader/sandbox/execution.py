@@ -65,8 +65,8 @@ BWRAP = shutil.which("bwrap")
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 # the runner's siblings it loads by path: the verifiers and what they share with the kernel
 BRIDGE_FILES = tuple(RUNNER.with_name(n) for n in (
-    "runner_os.py", "bridge.py", "datacodec.py", "pykernel.py", "pysummary.py", "pyremote.py",
-    "pyverify.py", "rverify.py", "rverify.R", "rkernel.R"))
+    "runner_os.py", "runner_io.py", "bridge.py", "datacodec.py", "pykernel.py",
+    "pysummary.py", "pyremote.py", "pyverify.py", "rverify.py", "rverify.R", "rkernel.R"))
 REPO = RUNNER.parents[2]  # never visible inside the sandbox
 GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
 SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
@@ -92,6 +92,7 @@ class CellRun:
     error: str  # "" or "ename: evalue"
     outputs: tuple[Output, ...]
     seconds: float
+    flooded: tuple[str, ...] = ()  # streams that sent more than the runner keeps (dropped)
 
 
 @dataclass
@@ -255,7 +256,7 @@ def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
     cells = [CellRun(e["cell_id"], e["index"], e["ok"], strip_ansi(e["error"]),
                      tuple(Output(o["kind"], strip_ansi(o["text"]), tuple(o["mime"]), o["name"],
                                   tuple((m, t) for m, t in o.get("rich", ())))
-                           for o in e["outputs"]), e["seconds"])
+                           for o in e["outputs"]), e["seconds"], tuple(e.get("flooded", ())))
              for e in events if e.get("event") == "cell"]
     stop, fatal = kinds.get("stop", {}).get("reason", ""), kinds.get("fatal", {}).get("error", "")
     error = "" if "start" in kinds else f"the kernel could not start: {fatal}"

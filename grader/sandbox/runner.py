@@ -21,7 +21,7 @@ happen (so that everything done before a kill is kept):
     {"event": "start", "kernel": ..., "uid": ..., "gid": ..., "cap_eff": ..., ...}
     {"event": "probe", "when": "before", "text": <its stdout>, "error": ...}
     {"event": "cell", "index": 3, "cell_id": ..., "ok": ..., "error": ..., "outputs": [...],
-     "seconds": ...}
+     "flooded": [<stream names past MAX_STREAM>], "seconds": ...}
     {"event": "stop", "reason": "timeout" | "dead" | "total"}
     {"event": "probe", "when": "after", ...}
     {"event": "bridge", "error": ...}          (the preamble failed: nothing can be judged)
@@ -66,70 +66,10 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-MAX_TEXT = 100_000  # characters kept per output
-RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
 PING_TIMEOUT_S = 10
 TIMEOUT = "CellTimeoutError"
-
-
-def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    text = "".join(map(str, value)) if isinstance(value, list) else str(value or "")
-    return text if len(text) <= limit else text[:limit] + "\n[... output truncated]"
-
-
-def normalise(output: dict[str, Any]) -> dict[str, Any]:
-    """One output as the fields of ``grader.types.Output``, with the conventions of
-    ``grader.notebooks.load`` (ANSI escapes are removed outside, with ``strip_ansi``)."""
-    kind = output.get("output_type", "")
-    if kind == "stream":
-        return {"kind": kind, "text": _text(output.get("text")), "mime": [],
-                "name": output.get("name", "")}
-    if kind == "error":
-        ename, trace = output.get("ename", ""), "\n".join(output.get("traceback") or ())
-        text = f"{ename}: {output.get('evalue', '')}" + (f"\n{trace}" if trace else "")
-        return {"kind": kind, "text": _text(text), "mime": [], "name": ename}
-    data = output.get("data", {})
-    rich = [[m, _text(v if isinstance(v, (str, list)) else json.dumps(v))]
-            for m, v in data.items() if m in RICH]  # read by people and models: scanned too
-    return {"kind": kind, "text": _text(data.get("text/plain", "")), "name": "",
-            "mime": [m for m in data if m != "text/plain"], "rich": rich}
-
-
-def merged_streams(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Consecutive stream outputs of one name as one output, however the kernel's flushes
-    fell. Joined once at the end: nbclient's own ``coalesce_streams`` re-scans the whole
-    text on every message, which took 40 s for an R inspection line sent in many pieces."""
-    out: list[dict[str, Any]] = []
-    for o in outputs:
-        last = out[-1] if out else None
-        if (o.get("output_type") == "stream" and last is not None
-                and last.get("output_type") == "stream" and last.get("name") == o.get("name")):
-            last["text"] = last["text"] + [_text(o.get("text"))]
-        else:
-            out.append({**o, "text": [_text(o.get("text"))]} if o.get("output_type") == "stream"
-                       else o)
-    return out
-
-
-def reply_error(reply: dict[str, Any] | None) -> str | None:
-    """``ename: evalue`` from an execute reply, "" when it is ok, None when none came."""
-    if not reply:
-        return None
-    content = reply.get("content", {})
-    status = content.get("status")
-    if status == "ok":
-        return ""
-    if status == "error":
-        return _text(f"{content.get('ename', '')}: {content.get('evalue', '')}".strip())
-    return f"KernelReply: the kernel answered {status!r}"
-
-
-def first_error(outputs: list[dict[str, Any]]) -> str:
-    """``ename: evalue`` of the first error among nbformat outputs, or ""."""
-    return next((_text(f"{o.get('ename', '')}: {o.get('evalue', '')}".strip()) for o in outputs
-                 if o.get("output_type") == "error"), "")
 
 
 def _sibling(name: str) -> Any:
@@ -144,6 +84,11 @@ def _sibling(name: str) -> Any:
     return module
 
 
+_io = _sibling("runner_io")
+_Client, normalise, merged_streams = _io.Client, _io.normalise, _io.merged_streams
+reply_error, first_error, _text, MAX_TEXT = _io.reply_error, _io.first_error, _io.text, _io.MAX_TEXT
+
+
 def run(spec: dict[str, Any], sink: IO[str]) -> int:
     def emit(**event: Any) -> None:
         sink.write(json.dumps(event) + "\n")
@@ -154,7 +99,7 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
     nb = nbformat.reads(Path(spec["notebook"]).read_text(encoding="utf-8"), as_version=4)
     # On a timeout nbclient interrupts the kernel and answers with this error (rather than
     # raising CellTimeoutError, which leaves a task behind that swallows later output).
-    client = NotebookClient(
+    client = _Client(
         nb,
         kernel_name=spec["kernel"],
         timeout=spec["cell_timeout_s"],
@@ -212,7 +157,7 @@ def _timed_out(replies: dict[int, Any], index: int) -> bool:
     return reply.get("content", {}).get("ename") == TIMEOUT
 
 
-def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: float,
+def _run_cells(client: _Client, nb: Any, spec: dict[str, Any], deadline: float,
                replies: dict[int, Any], emit: Any) -> str:
     for index, cell in enumerate(list(nb.cells)):
         if cell.cell_type != "code":
@@ -223,6 +168,7 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
         client.timeout = max(1, math.ceil(min(spec["cell_timeout_s"], remaining)))
         started, error, stop = time.perf_counter(), "", ""
         cell.outputs = []  # never report the student's stored outputs as fresh ones
+        client.flooded, client.sent = set(), {}
         try:
             client.execute_cell(cell, index)
             if _timed_out(replies, index):
@@ -241,6 +187,7 @@ def _run_cells(client: NotebookClient, nb: Any, spec: dict[str, Any], deadline: 
             ok=not error,
             error=error,
             outputs=outputs,
+            flooded=sorted(client.flooded),
             seconds=round(time.perf_counter() - started, 3),
         )
         if stop:
@@ -296,7 +243,13 @@ def _bridge(spec: dict[str, Any]) -> Any:
 
 def _asker(client: NotebookClient, nb: Any, replies: dict[int, Any]) -> Any:
     """The ``KernelCall`` a bridge uses: a hidden cell, its whole stdout kept."""
-    return lambda code, timeout: _cell(client, nb, code, timeout, replies, sys.maxsize)
+    def ask(code: str, timeout: float) -> dict[str, Any]:
+        client.capped = False
+        try:
+            return _cell(client, nb, code, timeout, replies, sys.maxsize)
+        finally:
+            client.capped = True
+    return ask
 
 
 def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], bridge: Any, stop: str,

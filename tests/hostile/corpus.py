@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.hostile import injections
+from tests.hostile import forging, injections
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -41,6 +41,7 @@ CLASSES: dict[str, str] = {
     "host": "reading the host or the network from the sandbox; writing outside it",
     "tampering": "hiding errors from the executor",
     "injection": "prompt injections in every place a model or an instructor reads",
+    "forging": "notebooks that write their own test results and values, beside honest twins",
     "prompt": "notebooks far larger than the model's context",
 }
 
@@ -182,6 +183,7 @@ def build(folder: Path, env: HostEnv) -> list[Case]:
         _tampering(b, lang)
         _forkbomb(b, lang)
         _injection(b, lang)
+        _forging(b, lang)
     _prompt(b)
     return b.cases
 
@@ -393,6 +395,17 @@ def _runtime(b: _Builder, lang: str) -> None:
         "killing every process it can": ("import os, signal\nos.kill(-1, signal.SIGKILL)",
                                          "system('kill -9 -1')", {}),
         "exiting the kernel": ("import os\nos._exit(3)", "quit(save = 'no', status = 3)", {}),
+        "a stderr flood": ("import sys\nfor i in range(300_000):\n"
+                           "    sys.stderr.write('flood %d\\n' % i)",
+                           "for (i in 1:30) cat(strrep('x', 100000), '\\n', file = stderr())",
+                           {"flag": "output_flood"}),
+        "a family of memory-hungry processes": (
+            "import subprocess, sys\ncode = \"import time; b = b'x' * (1536 << 20); "
+            "time.sleep(3)\"\nprocs = [subprocess.Popen([sys.executable, '-c', code]) "
+            "for _ in range(4)]\nprint([p.wait() for p in procs])",
+            "for (i in 1:4) system(\"Rscript -e 'x <- raw(1.5e9); Sys.sleep(3)'\", "
+            "wait = FALSE)\nSys.sleep(8)",
+            {"flag": "out_of_memory"} if _memory_cgroup() else {}),
     }
     for what, (py, r, expect) in cases.items():
         _code_cell(b, lang, what, "runtime", py, r, **expect)
@@ -489,6 +502,22 @@ def _injection(b: _Builder, lang: str) -> None:
     for what, (twin, nb) in injections.twinned_variants(b.base(lang), lang, template).items():
         b.add("injection", lang, what, nb, name=what.replace(" ", "-").replace(":", "")[:40],
               flag="prompt_injection", twin=twins[twin])
+
+
+def _forging(b: _Builder, lang: str) -> None:
+    assignment = str(forging.ASSIGNMENTS[lang])
+    for what, attack, twin, flagged in forging.variants(lang):
+        name = what.replace(" ", "-").replace("'", "")[:36]
+        honest = b.add("forging", lang, f"the twin of: {what}", twin, name=f"twin-{name}",
+                       clean=True, assignment=assignment)
+        b.add("forging", lang, what, attack, name=name, twin=honest.token,
+              assignment=assignment, **({"flag": forging.FLAG} if flagged else {}))
+
+
+def _memory_cgroup() -> bool:
+    """Whether a run's memory can be bounded here (then a family of processes is killed)."""
+    from grader.sandbox.cgroup import usable_controllers
+    return "memory" in usable_controllers()
 
 
 def _prompt(b: _Builder) -> None:

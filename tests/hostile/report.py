@@ -57,6 +57,12 @@ def markdown(f: Findings) -> str:
                      f"{len(p['host_folders_shown'])}, files written outside "
                      f"{len(p['wrote_outside'])}, connections to the host "
                      f"{p['port_connections']}; `/` held: {', '.join(p['root_listing'])}.")
+    if f.links:
+        lines += ["", "## Assignment data that links out of the assignment", "",
+                  f"An assignment whose `data/answers.csv` links to a secret file outside it: "
+                  f"the grader exited {f.links['returncode']}, "
+                  f"{'naming' if f.links['named'] else 'NOT naming'} the link, and showed the "
+                  f"secret {f.links['secret_shown']} times (\"{_cell(f.links['message'])}\")."]
     if f.prompt:
         lines += ["", "## Prompts larger than the context", "",
                   f"The padded notebook through layers 3 and 4 with the embedded models: "

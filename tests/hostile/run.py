@@ -1,7 +1,9 @@
 """Grade the hostile corpus as an instructor would and measure what held.
 
 One CLI batch per language (``python -m grader grade ... --json --db --out``), every
-class mixed in, as a real class folder is; then the same ordinary submissions with
+class mixed in, as a real class folder is (forged verdicts are graded against the bundled
+assignments that have tests and value checks, one batch each); an assignment whose data
+links out of it; then the same ordinary submissions with
 and without a fork bomb among them; then the sandbox probes run directly through
 ``grader.sandbox.execution`` so that what the student's code saw can be read back. Every
 figure in ``RELIABILITY.md`` comes from ``measure``.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.hostile import forging
 from tests.hostile.corpus import ASSIGNMENTS, CLASSES, ROOT, Case, HostEnv, build
 
 LIMITS = ["--cell-timeout", "30", "--total-timeout", "180", "--memory-mb", "2048"]
@@ -60,6 +63,7 @@ class Findings:
     prompt: dict[str, Any]  # the padded notebook through the models, when run
     leftovers: int  # grader run folders left in the temp folder by the runs
     seconds: float
+    links: dict[str, Any] = field(default_factory=dict)  # an assignment linking out: refused?
 
     def by_class(self) -> dict[str, list[CaseOutcome]]:
         return {k: [o for o in self.cases if o.case.klass == k] for k in CLASSES}
@@ -115,9 +119,10 @@ def _run_folders() -> set[str]:
             if "-other-" not in p.name}
 
 
-def cli_batch(language: str, files: list[Path], out: Path, llm: bool = False) -> Batch:
+def cli_batch(language: str, files: list[Path], out: Path, llm: bool = False,
+              assignment: Path | None = None) -> Batch:
     db, exports = out / "grades.db", out / "exports"
-    argv = [sys.executable, "-m", "grader", "grade", str(ASSIGNMENTS[language]),
+    argv = [sys.executable, "-m", "grader", "grade", str(assignment or ASSIGNMENTS[language]),
             *map(str, files), "--json", "--db", str(db), "--out", str(exports),
             "--workers", "2", *LIMITS, *([] if llm else ["--no-llm"])]
     t0 = time.perf_counter()
@@ -286,11 +291,22 @@ def measure(work: Path, llm: bool = False) -> Findings:
         cases = build(work / "corpus", env)
         batches, outcomes = [], []
         for lang in ("python", "r"):
-            mine = [c for c in cases if c.language == lang and c.klass != "prompt"]
+            mine = [c for c in cases if c.language == lang and c.klass != "prompt"
+                    and "assignment" not in c.expect]
             batch = cli_batch(lang, [c.path for c in mine], work / f"batch-{lang}")
             batches.append(batch)
             outcomes += [judge(c, batch.reports) for c in mine]
+            other = [c for c in cases if c.language == lang and "assignment" in c.expect]
+            for folder in sorted({c.expect["assignment"] for c in other}):
+                theirs = [c for c in other if c.expect["assignment"] == folder]
+                batch = cli_batch(lang, [c.path for c in theirs],
+                                  work / f"batch-{lang}-{Path(folder).name}",
+                                  assignment=Path(folder))
+                batch.language = f"{lang} ({Path(folder).name})"
+                batches.append(batch)
+                outcomes += [judge(c, batch.reports) for c in theirs]
         _injection_scores(outcomes)
+        links = link_refusal(work, env)
         probes = {c.language: probe(c, env) | {"port_connections": len(received)}
                   for c in cases if c.expect.get("probe")}
         bombs = {c.language: bomb_comparison(c.language, c, work)
@@ -307,4 +323,19 @@ def measure(work: Path, llm: bool = False) -> Findings:
                       "layer_errors": [e for e in errors if e], "seconds": batch.seconds}
     leftovers = len(_run_folders() - before)
     return Findings(outcomes, batches, bombs, probes, prompt, leftovers,
-                    round(time.perf_counter() - t0, 1))
+                    round(time.perf_counter() - t0, 1), links)
+
+
+def link_refusal(work: Path, env: HostEnv) -> dict[str, Any]:
+    """An assignment whose data links to a secret outside it, graded by the CLI: it must
+    be refused, naming the link, and the secret must show nowhere."""
+    secret = next(iter(env.sentinels))
+    folder = forging.link_assignment(work / "links", secret)
+    submission = folder / "submissions" / "template_only.ipynb"
+    proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder),
+                           str(submission), "--json", "--no-llm", *LIMITS], cwd=ROOT,
+                          capture_output=True, timeout=600)
+    said = (proc.stdout + proc.stderr).decode("utf-8", errors="replace")
+    return {"returncode": proc.returncode, "named": "answers.csv" in said,
+            "secret_shown": said.count(secret.read_text(encoding="utf-8")),
+            "message": said.strip().splitlines()[-1][:300] if said.strip() else ""}
