@@ -409,6 +409,33 @@ def test_output_rewritten_by_the_notebook_does_not_reach_the_verdicts(tmp_path):
 
 @pytest.mark.slow
 @needs_kernel
+def test_a_reset_namespace_leaves_the_checks_working(tmp_path):
+    res = run_tests(tmp_path, ["%reset -f\n" + STUDENT_PY],
+                    {"ok": "assert f(2) == 4", "bad": "assert f(2) == 5"}, inspect=["data"])
+    assert (res.tests["ok"].status, res.tests["bad"].status) == ("passed", "failed")
+    assert res.variables["data"].values == [1, 2, 3]
+    assert res.check_tampering == []
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_a_replaced_binding_makes_the_tests_untrusted_never_passed(tmp_path):
+    forge = ("import sys, json\n"
+             "def fake(request):\n"
+             "    print('@@grader-bridge@@0 ' + json.dumps({'body': {}, 'canary': ''}))\n"
+             "for key, module in list(sys.modules.items()):\n"
+             "    if hasattr(module, 'handle'):\n"
+             "        module.handle = fake")
+    res = run_tests(tmp_path, [STUDENT_PY, forge], {"bad": "assert f(2) == 5",
+                                                    "good": "assert f(2) == 4"})
+    assert {k: r.status for k, r in res.tests.items()} == {"bad": "unreliable",
+                                                           "good": "unreliable"}
+    assert any("did not write" in e.text or "never arrived" in e.text
+               for e in res.check_tampering), res.check_tampering
+
+
+@pytest.mark.slow
+@needs_kernel
 def test_a_student_function_named_like_a_builtin_is_hidden_from_the_tests(tmp_path):
     res = run_tests(tmp_path, [STUDENT_PY, "def len(x):\n    return 3"],
                     {"len": "assert len(data + data) == 6"})

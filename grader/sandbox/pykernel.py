@@ -1,8 +1,9 @@
 """The Python kernel's side of the bridge: the preamble that binds it before student code.
 
 ``preamble_source(codec_source, secret, marker, name)`` is the hidden cell the runner
-runs before the student's first cell. It defines, under the random global ``name``, one
-function ``handle(request)`` that answers the verifier (``grader.sandbox.pyverify``)
+runs before the student's first cell. It defines one function ``handle(request)``, kept
+as ``sys.modules[name].handle`` (``name`` is random; ``%reset`` does not reach it), that
+answers the verifier (``grader.sandbox.pyverify``)
 with data only, through what the cell bound before any student code could run:
 
 - the codec (``datacodec.py``) executed in a namespace of its own whose built-ins are a
@@ -160,7 +161,10 @@ def _grader_bind(codec_source, secret, marker, name):
         entry = linecache.cache.get(key)
         if entry and len(entry) > 2 and any(secret in line for line in entry[2] or ()):
             del linecache.cache[key]
-    user[name] = handle
+    # kept in sys.modules, not in the user's namespace: %reset and del leave it alone
+    holder = type(sys)(name)
+    holder.handle = handle
+    sys.modules[name] = holder
 
 
 _grader_bind(CODEC, SECRET, MARKER, NAME)

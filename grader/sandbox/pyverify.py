@@ -106,7 +106,8 @@ class PythonBridge:
         if left <= 0:
             raise KernelStopped("timeout")
         with _Alarm.paused(self):
-            got = self.kernel(f"{self.name}({request!r})\n", left)
+            got = self.kernel(f"__import__('sys').modules[{self.name!r}].handle({request!r})\n",
+                              left)
         if got["outcome"] != "ok":
             raise KernelStopped(got["outcome"])
         reply = self._verified(got["text"], canary, got.get("error", ""))
