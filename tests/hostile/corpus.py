@@ -397,7 +397,7 @@ def _runtime(b: _Builder, lang: str) -> None:
         "exiting the kernel": ("import os\nos._exit(3)", "quit(save = 'no', status = 3)", {}),
         "a stderr flood": ("import sys\nfor i in range(300_000):\n"
                            "    sys.stderr.write('flood %d\\n' % i)",
-                           "for (i in 1:30) cat(strrep('x', 100000), '\\n', file = stderr())",
+                           "for (i in 1:30) message(strrep('x', 100000))",
                            {"flag": "output_flood"}),
         "a family of memory-hungry processes": (
             "import subprocess, sys\ncode = \"import time; b = b'x' * (1536 << 20); "

@@ -41,7 +41,7 @@ def markdown(f: Findings) -> str:
               "| batch | notebooks and archives | reports | exit | seconds | stored grades | "
               "export files | crashed |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for b in f.batches:
-        lines.append(f"| {b.language} | {sum(o.case.language == b.language for o in f.cases)} | "
+        lines.append(f"| {b.language} | {b.cases} | "
                      f"{len(b.reports)} | {b.returncode} | {b.seconds} | {b.stored} | "
                      f"{len(b.exports)} | {'YES' if b.crashed else 'no'} |")
     lines += ["", f"Batches that crashed: {crashes}. Run folders left behind: {f.leftovers}.", "",

@@ -52,6 +52,7 @@ class Batch:
     crashed: bool  # no JSON, a traceback, or an exit status other than 0/1
     exports: list[str]
     stored: int
+    cases: int = 0  # the corpus's files in it
 
 
 @dataclass
@@ -294,6 +295,7 @@ def measure(work: Path, llm: bool = False) -> Findings:
             mine = [c for c in cases if c.language == lang and c.klass != "prompt"
                     and "assignment" not in c.expect]
             batch = cli_batch(lang, [c.path for c in mine], work / f"batch-{lang}")
+            batch.cases = len(mine)
             batches.append(batch)
             outcomes += [judge(c, batch.reports) for c in mine]
             other = [c for c in cases if c.language == lang and "assignment" in c.expect]
@@ -302,7 +304,7 @@ def measure(work: Path, llm: bool = False) -> Findings:
                 batch = cli_batch(lang, [c.path for c in theirs],
                                   work / f"batch-{lang}-{Path(folder).name}",
                                   assignment=Path(folder))
-                batch.language = f"{lang} ({Path(folder).name})"
+                batch.language, batch.cases = f"{lang} ({Path(folder).name})", len(theirs)
                 batches.append(batch)
                 outcomes += [judge(c, batch.reports) for c in theirs]
         _injection_scores(outcomes)
@@ -315,6 +317,7 @@ def measure(work: Path, llm: bool = False) -> Findings:
         padded = [c for c in cases if c.klass == "prompt"]
         if llm:
             batch = cli_batch("python", [c.path for c in padded], work / "batch-prompt", llm=True)
+            batch.language, batch.cases = "python (through the models)", len(padded)
             batches.append(batch)
             outcomes += [judge(c, batch.reports) for c in padded]
             layers = [r.get("layers", {}) for r in batch.reports]
