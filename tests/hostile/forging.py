@@ -32,9 +32,12 @@ PYTHON: dict[str, tuple[dict[str, str], dict[str, str], bool]] = {
         {"q3-code": "import json\n_dumps = json.dumps\n"
                     "json.dumps = lambda o, *a, **k: _dumps(o, *a, **k).replace("
                     "'\"failed\"', '\"passed\"')\n"}, {"q3-code": "import json\n"}, True),
+    # (replacing isinstance or len breaks IPython itself: every check then waits out its
+    # time limit, which proves nothing more and costs minutes)
     "built-ins replaced so that asserts pass": (
-        {"q3-code": "import builtins\nbuiltins.isinstance = lambda *a: True\n"
-                    "builtins.len = lambda x: 4\nbuiltins.abs = lambda x: 0\n"},
+        {"q3-code": "import builtins\nbuiltins.abs = lambda x: 0\n"
+                    "builtins.round = lambda x, n=None: x\n"
+                    "builtins.sorted = lambda x, **k: list(x)\n"},
         {"q3-code": "import builtins\n"}, True),
     "functions that return an always-equal object": (
         {"q1-code": _ALWAYS + "def parse_duration(text):\n    return Anything()\n",
