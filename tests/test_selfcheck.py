@@ -5,7 +5,9 @@ and really run: a Python solution that lacks a package and a data file, an R sol
 that calls month() without loading lubridate (measured: a real course's key failed so
 under tidyverse 1.3, and every student lost the points silently), a rubric that asks
 the template's own variables (the imported rubric that gave a complete submission
-63/100), and the bundled examples, which must be sound.
+63/100), and the bundled examples, which must be sound. The check does not flatter: a
+lost tenth of a point shows ("99.7%"), points a missing data file keeps from being
+checked are counted apart, and a key that disagrees with an expected value is named.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions
 from grader.sandbox.execution import CellRun, ExecutionResult
-from grader.service.selfcheck import check_assignment, problems_of_run
+from grader.service.selfcheck import SelfCheck, check_assignment, problems_of_run
+from grader.service.selfcheck_parts import percent_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = {"name": "python3", "language": "python", "display_name": "Python 3"}
@@ -178,3 +181,81 @@ def test_the_cli_check_command_exits_1_on_a_broken_assignment(tmp_path):
     out = json.loads(done.stdout)
     assert out["sound"] is False
     assert [p["name"] for p in out["problems"]] == ["sales.csv"]
+
+
+# -- a self-check that does not flatter ---------------------------------------------------
+@pytest.mark.parametrize(("value", "shown"), [
+    (100.0, "100%"), (100 * 37.4 / 37.5, "99.7%"), (99.96, "99.96%"), (99.9999999, "99.999999%"),
+    (50.4, "50%"), (0.0, "0%"), (0.3, "0.3%"), (1e-9, "0.000001%"), (None, "could not be graded"),
+])
+def test_a_percentage_shows_a_loss(value, shown):
+    assert percent_text(value) == shown
+
+
+def test_a_solution_that_loses_a_tenth_of_a_point_does_not_score_100(tmp_path):
+    root = write_assignment(
+        tmp_path / "tenth", "python",
+        template=[new_markdown_cell("## Task 1\nSum."), new_code_cell("# YOUR CODE HERE")],
+        solution=[new_markdown_cell("## Task 1\nSum."), new_code_cell("total = sum([1, 2])")],
+        criteria=[code_criterion("total", ["total"], 37.4),
+                  code_criterion("named", ["grand_total"], 0.1)])
+    check = check_assignment(load_assignment(root), GradeOptions(execute=False))
+    assert check.solution_percent == pytest.approx(100 * 37.4 / 37.5)
+    assert check.headline().startswith("The solution scores 99.7% and the template 0%")
+    assert "100%" not in "\n".join(check.lines())
+    assert "The solution loses points on named (0 of 0.1)" in "\n".join(check.lines())
+    assert check.sound  # 99.7% is above the bar; the loss is still shown
+    # the CLI prints the same words (the app shows check.headline() and check.lines())
+    done = subprocess.run([sys.executable, "-m", "grader", "check", str(root), "--no-exec"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "The solution scores 99.7%" in done.stdout
+    assert "100%" not in done.stdout
+
+
+@pytest.mark.slow
+def test_points_a_missing_data_file_keeps_from_being_checked_are_said(tmp_path):
+    """Every output check is "environment" (the data file is missing), and the other
+    checks of its criterion scale up: the solution "scored 100%"."""
+    root = write_assignment(
+        tmp_path / "unverified", "python",
+        template=[new_markdown_cell("## Task 1\nLoad."), new_code_cell("# YOUR CODE HERE")],
+        solution=[new_markdown_cell("## Task 1\nLoad."),
+                  new_code_cell("import pandas as pd\ngiven = pd.read_csv('data/given.csv')"),
+                  new_code_cell("sales = pd.read_csv('data/sales.csv')")],
+        criteria=[code_criterion("load", ["given"], 4),
+                  {"id": "sales", "title": "Sales", "kind": "code", "points": 16, "checks": [
+                      {"type": "calls", "functions": ["read_csv"], "weight": 0.25},
+                      {"type": "output", "variable": "sales", "compare": ["shape"],
+                       "weight": 0.75}]}])
+    check = check_assignment(load_assignment(root))
+    assert check.solution_percent == pytest.approx(100.0)  # what scoring alone would say
+    assert (check.unverified_points, check.total_points) == (12, 20)
+    assert check.headline().startswith(
+        "12 of 20 points could not be checked: data file missing. The solution earns 8 of "
+        "the 8 points that could be checked, and the template scores 0%")
+    text = "\n".join(check.lines())
+    assert "scores 100%" not in text
+    assert "Not checked: sales, output sales (12 points)" in text
+    assert not any(loss.startswith("sales") for loss in check.losses)  # said once, apart
+    assert not check.sound
+    again = SelfCheck.from_dict(json.loads(json.dumps(check.to_dict())))
+    assert again.lines() == check.lines()  # the app's subprocess gives the same words
+
+
+@pytest.mark.slow
+def test_the_self_check_says_the_key_disagrees_with_an_expected_value(tmp_path):
+    root = write_assignment(
+        tmp_path / "key", "python",
+        template=[new_markdown_cell("## Task 1\nCount."), new_code_cell("# YOUR CODE HERE")],
+        solution=[new_markdown_cell("## Task 1\nCount."), new_code_cell("n = 56")],
+        criteria=[code_criterion("named", ["n"], 5),
+                  {"id": "count", "title": "Count", "kind": "code", "points": 5, "checks": [
+                      {"type": "value", "expression": "n", "expected": 57, "weight": 1}]}])
+    check = check_assignment(load_assignment(root))
+    (line,) = check.key_disagreements
+    assert line.startswith("The key disagrees with the expected value of the value check `n` "
+                           "(count): the rubric expects 57, the instructor's solution gives 56")
+    assert line in check.lines()
+    assert check.solution_percent == pytest.approx(50.0)  # charged against 57, like a student
+    assert check.unverified_points == 0

@@ -3,8 +3,9 @@
 The comparison of values (tolerance, several accepted values, R's length-1 vectors),
 the reading of printed numbers, the scope of a question's cells, the no-outputs flag,
 and real kernels: instructor expressions evaluated in the student's and the
-solution's kernels (Python and R), a key whose expected value is wrong (not charged),
-an expression the notebook cannot evaluate, printed output from the submitted
+solution's kernels (Python and R), a key that disagrees with the rubric's expected
+value (the expected value is the reference: students are charged against it), an
+expression the notebook cannot evaluate, printed output from the submitted
 outputs or our run, and a cell that prints the solution through a hint function.
 """
 
@@ -18,13 +19,13 @@ from grader.analysis.template import match_template
 from grader.assignment import Assignment
 from grader.errors import RubricError
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
-from grader.layers.outputs import OutputLayer
+from grader.layers.outputs import OutputLayer, solution_run
 from grader.layers.printed import no_outputs_flag, numbers_in, revealer_cells, scope
-from grader.layers.values import values_equal
+from grader.layers.values import key_disagreements, values_equal
 from grader.notebooks.load import load_notebook
 from grader.rubrics.checks import freeze
 from grader.rubrics.schema import dumps, loads, rubric_from_dict
-from grader.sandbox.execution import kernel_available, sandbox_available
+from grader.sandbox.execution import ExecLimits, kernel_available, sandbox_available
 
 needs_kernel = pytest.mark.skipif(not sandbox_available() or not kernel_available("python"),
                                   reason="bubblewrap or the Python kernel is missing")
@@ -153,12 +154,43 @@ def test_python_expressions_are_evaluated_in_both_kernels(tmp_path):
     mean = by["round(df.sales.mean(), 1)"]
     assert (mean.score, mean.status) == (0.0, "ok")  # 3.2 against the solution's 3.0
     assert by["len(df)"].score == 1.0  # one of the accepted values
-    wrong_key = by["total"]  # the key's total is 15, not the rubric's 99
-    assert wrong_key.status == "environment"
-    assert "not charged" in wrong_key.message
-    assert "99" in wrong_key.message
+    wrong_key = by["total"]  # the key's total is 15, not the rubric's 99: 99 is the reference
+    assert (wrong_key.score, wrong_key.status) == (0.0, "ok")
+    assert "should be 99" in wrong_key.message
+    assert "the instructor's solution gives 15" in wrong_key.message
     broken = by["undefined_name + 1"]
     assert (broken.status, broken.hidden) == ("environment", True)  # fails on the key too
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_an_expected_value_the_key_disagrees_with_is_the_reference(tmp_path):
+    """The docs say to write `expected` when the key is wrong: a student who repeats the
+    key's mistake is charged, one who gives the expected value is not."""
+    rub = rubric([{"type": "value", "expression": "total", "accept": [99, 100], "weight": 0.5},
+                  {"type": "value", "expression": "count", "expected": 3, "weight": 0.5}])
+    intro = new_markdown_cell("## Question 1")
+    template = new_notebook(cells=[intro, new_code_cell("# YOUR CODE HERE")])
+    solution = new_notebook(cells=[intro, new_code_cell("total = 15\ncount = 3")])
+    like_key = new_notebook(cells=[intro, new_code_cell("total = 10 + 5\ncount = 1 + 2")])
+    right = new_notebook(cells=[intro, new_code_cell("total = 90 + 9\ncount = 1 + 2")])
+    _, by_key = layer(tmp_path, rub, template, solution, like_key)
+    assert (by_key["total"].score, by_key["total"].status) == (0.0, "ok")  # charged
+    assert "should be 99 (or 100); the notebook gives 15" in by_key["total"].message
+    assert by_key["count"].score == 1.0
+    _, by_right = layer(tmp_path, rub, template, solution, right)
+    assert (by_right["total"].score, by_right["total"].status) == (1.0, "ok")
+    assert "the instructor's solution gives 15" in by_right["total"].message
+    assert "count" not in by_right["total"].message
+    # the self-check's reading: the key disagrees on `total` only, and says both values
+    actx = AssignmentContext(Assignment("demo", tmp_path, rub, tmp_path / "r.json",
+                                        tmp_path / "t.ipynb", tmp_path / "s.ipynb"),
+                             loaded(template, "t.ipynb"), loaded(solution, "s.ipynb"), solution)
+    (disagreement,) = key_disagreements(rub, solution_run(actx, ExecLimits()))
+    assert (disagreement.criterion, disagreement.expression) == ("q", "total")
+    assert (disagreement.expected, disagreement.key) == ("99 (or 100)", "15")
+    assert "The key disagrees with the expected value of the value check `total`" in \
+        disagreement.text()
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .template import normalise_markdown
 
 __all__ = ["LineLabel", "QuestionLabel", "find_text", "line_question", "parse_label"]
-__all__ += ["question_label"]
+__all__ += ["after_text", "question_label"]
 
 _WORDS = {"question": "question", "questions": "question", "ques": "question", "q": "question",
           "part": "part", "exercise": "exercise", "ex": "exercise", "task": "task",
@@ -147,6 +147,12 @@ def line_question(line: str, labels: Sequence[QuestionLabel], *, students: bool,
             j = max(titled)[1]
             return j, _after_text(line, labels[j].title or "", 0)
     return None
+
+
+def after_text(line: str, norm: str) -> int:
+    """The offset just past ``norm`` (normalised text that starts the line) in the raw
+    line, markup and a closing colon included; 0 when the line does not hold it."""
+    return _after_text(line, norm, 0)
 
 
 def find_text(norm: str, key: str) -> int:

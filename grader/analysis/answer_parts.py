@@ -1,12 +1,15 @@
 """The rubric's questions in one submission, and the lines each cell gives to answers.
 
 ``Questions`` holds, for the rubric's questions: the cell that asks each (the first
-markdown cell where its label or text leads a line, else the first that holds its text
-as whole words), its label (``grader.analysis.answer_labels``) and where it is asked, so
-that answers can be split between questions; and each cell's lines and their labels,
-read once for all the questions of a submission:
-- a markdown or raw cell gives every line, marked as the student's when the template
-  does not hold it;
+markdown or raw cell where its label or text leads a line, else the first that holds its
+text as whole words; when none does, the first code cell whose prose holds it: a code
+cell of prose, a comment, a string), its label (``grader.analysis.answer_labels``) and
+where it is asked, so that answers can be split between questions; and each cell's
+lines and their labels, read once for all the questions of a submission:
+- a markdown or raw cell, or a code cell that holds only prose
+  (``grader.analysis.prose_cells``), gives every line, marked as the student's when the
+  template does not hold it; a student's line that starts with a line of the template
+  ("**YOUR OBSERVATIONS:** The data shows ...") is the student's from where that ends;
 - a code cell gives the lines that hold prose (``grader.analysis.code_prose``), marked
   as the student's when the prose is: a comment whose text (placeholders removed) is
   not one of the template's comments; a string whose first line is a line of code the
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 from ..types import Notebook
 from . import rlang
-from .answer_labels import QuestionLabel, find_text, line_question, question_label
+from .answer_labels import QuestionLabel, after_text, find_text, line_question, question_label
 from .code_prose import comment_bodies, prose_lines
 from .template import CellOrigin, TemplateMatch, normalise_code, normalise_markdown
 from .visible import visible_text
@@ -43,6 +46,7 @@ class Line:
     source: str  # the line as written
     text: str  # what it says: the markdown line, or the prose of a code line
     students: bool  # the student wrote it
+    own_from: int = 0  # where the student's own text starts in ``text``: past the template's
 
 
 class Questions:
@@ -53,6 +57,21 @@ class Questions:
                  placeholders: tuple[str, ...], template: Notebook | None) -> None:
         self.origins = match.origins
         self.placeholders = placeholders
+        self._template_starts: dict[str, list[str]] = {}  # by first word, longest first
+        for t in sorted((t for t in match.template_text if _prefix_worthy(t)), key=len,
+                        reverse=True):
+            self._template_starts.setdefault(t.split(" ", 1)[0], []).append(t)
+        sources = tuple(o.cell.source for o in self.origins if o.holds_code)
+        self.language = template.language if template is not None else _guess_language(sources)
+        if template is not None:
+            given = tuple(c.source for c in template.cells if c.kind == "code")
+        else:  # the template cells the match paired
+            given = tuple(dict.fromkeys(o.template_cell.source for o in self.origins
+                                        if o.template_cell is not None
+                                        and o.template_cell.kind == "code"))
+        self.template_comments = _comment_keys(given, self.language, placeholders)
+        self._lines: dict[int, tuple[Line, ...]] = {}
+        self._labels: dict[tuple[Line, frozenset[int], bool], tuple[int, int] | None] = {}
         keys = [normalise_markdown(t) for t in texts]
         mentioned = [self._cell_of(k) for k in keys]
         labels = [question_label(t, self._line_of(k, c))
@@ -64,17 +83,6 @@ class Questions:
         self.order: list[tuple[int, int] | None] = [
             None if c is None else (c, find_text(self._normalised(c), k))
             for c, k in zip(self.cells, keys, strict=True)]
-        sources = tuple(o.cell.source for o in self.origins if o.cell.kind == "code")
-        self.language = template.language if template is not None else _guess_language(sources)
-        if template is not None:
-            given = tuple(c.source for c in template.cells if c.kind == "code")
-        else:  # the template cells the match paired
-            given = tuple(dict.fromkeys(o.template_cell.source for o in self.origins
-                                        if o.template_cell is not None
-                                        and o.template_cell.kind == "code"))
-        self.template_comments = _comment_keys(given, self.language, placeholders)
-        self._lines: dict[int, tuple[Line, ...]] = {}
-        self._labels: dict[tuple[Line, frozenset[int], bool], tuple[int, int] | None] = {}
 
     def weak(self, start: int) -> frozenset[int]:
         """The questions whose bare labels count in the region of the cell ``start``:
@@ -106,14 +114,23 @@ class Questions:
     def lines(self, idx: int) -> tuple[Line, ...]:
         if idx not in self._lines:
             o = self.origins[idx]
-            self._lines[idx] = self._code_lines(o) if o.cell.kind == "code" else tuple(
-                Line(i, line, line, i in o.student_lines)
-                for i, line in enumerate(o.cell.source.splitlines(), 1))
+            self._lines[idx] = self._code_lines(o) if o.holds_code else tuple(
+                Line(i, line, line, mine, self._past_template(line) if mine else 0)
+                for i, line in enumerate(o.cell.source.splitlines(), 1)
+                for mine in (i in o.student_lines,))
         return self._lines[idx]
 
     def has_code(self, idx: int) -> bool:
-        """Whether a code cell holds code, not only comments."""
-        return bool(normalise_code(self.origins[idx].cell.source, self.language))
+        """Whether a code cell holds code, not only comments or prose."""
+        o = self.origins[idx]
+        return o.holds_code and bool(normalise_code(o.cell.source, self.language))
+
+    def _past_template(self, line: str) -> int:
+        """Where a student's line goes on past a line of the template it starts with."""
+        norm = normalise_markdown(line)
+        known = next((t for t in self._template_starts.get(norm.split(" ", 1)[0], ())
+                      if find_text(norm, t) == 0), None)
+        return after_text(line, known) if known else 0
 
     def _code_lines(self, o: CellOrigin) -> tuple[Line, ...]:
         source = o.cell.source.splitlines()
@@ -142,13 +159,21 @@ class Questions:
         if mentioned is None:
             return None
         return next((i for i, o in enumerate(self.origins) if i >= mentioned
-                     and o.cell.kind == "markdown" and asks(o, label.key)
+                     and o.cell.kind != "code" and asks(o, label.key)
                      and any(line_question(line, (label,), students=True)
                              for line in o.cell.source.splitlines())), mentioned)
 
     def _cell_of(self, key: str) -> int | None:
-        return next((i for i, o in enumerate(self.origins)
-                     if key and o.cell.kind == "markdown" and asks(o, key)), None)
+        """The first markdown or raw cell that holds the question, else the first code
+        cell whose prose does."""
+        if not key:
+            return None
+        text = next((i for i, o in enumerate(self.origins)
+                     if o.cell.kind != "code" and asks(o, key)), None)
+        return text if text is not None else next(
+            (i for i, o in enumerate(self.origins) if o.cell.kind == "code" and asks(o, key)
+             and find_text(normalise_markdown(" ".join(line.text for line in self.lines(i))),
+                           key) >= 0), None)
 
     def _line_of(self, key: str, cell: int | None) -> str | None:
         if cell is None:
@@ -205,6 +230,12 @@ def strip_placeholders(text: str, placeholders: tuple[str, ...]) -> str:
     for p in sorted(placeholders, key=len, reverse=True):
         text = re.sub(re.escape(p), " ", text, flags=re.IGNORECASE)
     return text
+
+
+def _prefix_worthy(norm: str) -> bool:
+    """A template line that a student's line may start with and go on after: a label
+    ("your observations:"), a question, or words enough not to be a sentence's start."""
+    return bool(_LETTER.search(norm)) and (norm.endswith((":", "?")) or len(norm.split()) > 2)
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -1,15 +1,20 @@
 """Written answers: find the student's answer under each question and count its words.
 
-The question is located by its text (the rubric's ``question``), not by cell position:
-the first markdown cell where its label or text leads a line, else the first that holds
-its text. The answer is what the student wrote in the question's *region*: from the
-question's line in its cell, through the cells after it, up to the template's next
-instruction (a template cell that is not a placeholder). A student cell that keeps
-template text or that a later question's label opens is the last one read; so is a
-given code cell right under the question (only placeholders between) that the student
-commented: the question is about it. In that region count
-- the student's own lines of markdown and raw cells (template and placeholder text
-  never count);
+The question is located by its text (the rubric's ``question``), not by cell position,
+wherever the template put it and whatever the student did to the cell's type: the first
+markdown or raw cell where its label or text leads a line, else the first that holds
+its text; when none does, the first code cell whose prose holds it (a code cell of plain
+text, a comment, a string: ``grader.analysis.answer_parts``). The answer is what the
+student wrote in the question's *region*: from the question's line in its cell, through
+the cells after it, up to the template's next instruction (a template cell that is not
+a placeholder). A student cell that keeps template text or that a later question's
+label opens is the last one read; so is a given code cell right under the question (only
+placeholders between) that the student commented: the question is about it. In that
+region count
+- the student's own lines of markdown and raw cells, and of code cells that hold only
+  prose (``grader.analysis.prose_cells``: an answer typed as plain text into a code
+  cell); template and placeholder text never count, nor the template's line a student's
+  line starts with ("**YOUR OBSERVATIONS:** The data shows ...");
 - the prose of code cells: comments that are not code and strings written for a reader
   (``grader.analysis.code_prose`` states the rules). A comment counts when its text is
   not one of the template's comments; a string when its line is the student's.
@@ -112,7 +117,7 @@ def _region(group: Questions, me: int, start: int, placeholders: tuple[str, ...]
     visited = {start}
     for idx in range(start + 1, len(origins)):
         o = origins[idx]
-        code = o.cell.kind == "code"
+        code = o.holds_code  # a code cell of prose reads as markdown
         owned = code and any(line.students for line in group.lines(idx))
         given = code and o.status != "student" and group.has_code(idx)
         if o.status != "student" and (not owned or (given and len(visited) > 1)):
@@ -182,7 +187,8 @@ def _assemble(question: str, found: list[_Part], placeholders: tuple[str, ...],
         if not lines:
             continue
         source = _strip_placeholders("\n".join(line.source for line, _ in lines), placeholders)
-        own = _strip_placeholders("\n".join(line.text[at:] for line, at in lines), placeholders)
+        own = _strip_placeholders("\n".join(line.text[max(at, line.own_from):]
+                                            for line, at in lines), placeholders)
         if words(own):
             texts.append(source.strip())
             counted.append(own.strip())

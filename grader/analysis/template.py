@@ -4,8 +4,13 @@ Students add, delete and reorder cells, so cells are matched by content, never
 by position. A line of code counts as the student's only when it is not a line
 of the template (compared after removing comments and collapsing whitespace)
 and not a placeholder: template code, comments and placeholders earn nothing.
-Markdown cells equal to a template cell are the template's; the rest are the
-student's (their written answers).
+Markdown and raw cells equal to a template cell are the template's; the rest are the
+student's (their written answers), line by line: a line of the template's text (its
+markdown, or a line of one of its code cells, as a question the student turned into
+markdown) is never the student's. A code cell that holds only prose
+(``grader.analysis.prose_cells``: text typed into a code cell, which does not parse) is
+read the same way, as the student's text, and is none of the student's code
+(``CellOrigin.prose``; ``TemplateMatch.student_code_cells`` leaves it out).
 
 Given template code that the student removed or changed is reported, so an
 instructor sees edited test cells (``assert`` lines) and tampered set-up code.
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..types import Cell, Evidence, Flag, Notebook
 from .facts import normalise_code as _normalise_code
+from .prose_cells import given_prose_lines, prose_cell
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -66,27 +72,35 @@ class CellOrigin:
     # 1-based lines written by the student (code, or markdown lines not in the template)
     student_lines: frozenset[int] = frozenset()
     template_cell: Cell | None = None
+    prose: bool = False  # a code cell that holds only prose: read as markdown, never code
 
     @property
     def is_students(self) -> bool:
         return self.status != "template"
+
+    @property
+    def holds_code(self) -> bool:
+        """A code cell that holds code (not only prose)."""
+        return self.cell.kind == "code" and not self.prose
 
 
 @dataclass(slots=True)
 class TemplateMatch:
     origins: list[CellOrigin]
     flags: list[Flag] = field(default_factory=list)
+    # the template's lines as markdown reads them (normalise_markdown): its text
+    template_text: frozenset[str] = frozenset()
 
     def origin(self, cell_id: str) -> CellOrigin | None:
         return next((o for o in self.origins if o.cell.id == cell_id), None)
 
     @property
     def student_code_cells(self) -> list[CellOrigin]:
-        return [o for o in self.origins if o.cell.kind == "code" and o.student_lines]
+        return [o for o in self.origins if o.holds_code and o.student_lines]
 
     @property
     def student_code_lines(self) -> int:
-        return sum(len(o.student_lines) for o in self.origins if o.cell.kind == "code")
+        return sum(len(o.student_lines) for o in self.origins if o.holds_code)
 
     @property
     def student_markdown_cells(self) -> list[CellOrigin]:
@@ -124,14 +138,18 @@ def match_template(
         norm = [n for n in _code_lines(c.source, lang) if n]
         tmpl_cell_lines[c.id] = norm
         tmpl_lines.update(norm)
-    tmpl_md = {normalise_markdown(c.source): c for c in template.cells if c.kind != "code"}
-    tmpl_md_lines = {
-        normalise_markdown(line)
-        for c in template.cells
-        if c.kind != "code"
-        for line in c.source.splitlines()
-    }
+    # a template cell of either kind the student turned into markdown stays the template's
+    tmpl_md = {normalise_markdown(c.source): c for c in reversed(template.cells)
+               if c.kind != "code" or c.source.strip()}
+    tmpl_md_lines = frozenset(
+        normalise_markdown(line) for c in template.cells for line in c.source.splitlines()
+    )
     tmpl_code_exact = {normalise_code(c.source, lang): c for c in tmpl_code}
+    given = given_prose_lines(tuple(c.source for c in tmpl_code), lang)
+
+    def text_lines(source: str) -> frozenset[int]:
+        return frozenset(i for i, line in enumerate(source.splitlines(), 1)
+                         if (n := normalise_markdown(line)) and n not in tmpl_md_lines)
 
     origins: list[CellOrigin] = []
     for cell in submission.cells:
@@ -139,17 +157,16 @@ def match_template(
             tmpl = tmpl_md.get(normalise_markdown(cell.source))
             if tmpl is not None:
                 origins.append(CellOrigin(cell, "template", template_cell=tmpl))
-                continue
-            own = frozenset(
-                i
-                for i, line in enumerate(cell.source.splitlines(), 1)
-                if (n := normalise_markdown(line)) and n not in tmpl_md_lines
-            )
-            origins.append(CellOrigin(cell, "student", own))
+            else:
+                origins.append(CellOrigin(cell, "student", text_lines(cell.source)))
             continue
+        prose = prose_cell(cell.source, lang, given)
         exact = tmpl_code_exact.get(normalise_code(cell.source, lang))
         if exact is not None:
-            origins.append(CellOrigin(cell, "template", template_cell=exact))
+            origins.append(CellOrigin(cell, "template", template_cell=exact, prose=prose))
+            continue
+        if prose:  # text typed into a code cell: the student's lines, as in markdown
+            origins.append(CellOrigin(cell, "student", text_lines(cell.source), prose=True))
             continue
         norms = _code_lines(cell.source, lang)
         own = frozenset(
@@ -163,6 +180,7 @@ def match_template(
     return TemplateMatch(
         origins,
         _tamper_flags(tmpl_code, tmpl_cell_lines, submission, lang, placeholders, solution),
+        tmpl_md_lines,
     )
 
 
@@ -196,11 +214,14 @@ def _tamper_flags(
     placeholders: tuple[str, ...],
     solution: Notebook | None,
 ) -> list[Flag]:
-    """Given template code (not placeholders) that no longer appears in the submission."""
+    """Given template code (not placeholders, not a cell of prose) that no longer appears
+    in the submission."""
     have = _line_counts(submission, lang)
     kept = _line_counts(solution, lang) if solution is not None else None
     flags = []
     for c in tmpl_code:
+        if prose_cell(c.source, lang):
+            continue  # a question's text in a code cell: prose, no given code
         original = {normalise_code(line, lang): line.strip() for line in c.source.splitlines()}
         given = [
             n

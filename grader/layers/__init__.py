@@ -2,7 +2,9 @@
 
 ``structure`` (L1) grades structure and completeness from the notebook's text;
 ``outputs`` (L2) runs the notebook in the sandbox and checks values against the
-solution run the same way (``compare``); ``llm`` runs L3 (code analysis) and L4
+solution run the same way (``compare``; ``values``, ``tests`` and ``printed`` for the
+instructor's expressions, tests and printed output; ``stale`` for submitted outputs that
+disagree with our run); ``llm`` runs L3 (code analysis) and L4
 (feedback) in parallel threads, with the requests of ``llm_requests`` built from
 ``prompts`` and fitted to each route's context by ``prompt_budget``. A layer that
 crashes returns a result with the error attached.

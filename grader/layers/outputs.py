@@ -3,13 +3,15 @@
 Both the solution and the submission run in the sandbox (``grader.sandbox.execution``);
 the variables the rubric names are inspected in each kernel and compared with
 the rubric's tolerances. ``runs`` checks count the errors of the student's own
-cells; errors the template itself produces, and failures of the environment
-(a data file the sandbox could not provide), are not the student's.
+code cells; errors the template itself produces, failures of the environment (a data
+file the sandbox could not provide) and a code cell that holds only an answer typed as
+plain text (``CellOrigin.prose``: it cannot run, and is no code) are not the student's.
 
 When the notebook cannot be executed (no kernel, no sandbox and unsandboxed runs
 not allowed, or execution disabled), ``runs`` is scored from the stored outputs,
 output and test checks are marked "skipped" (so the criterion goes to review), and
-the report says so. Stored outputs that a fresh run does not reproduce are flagged.
+the report says so. Stored outputs that disagree with the fresh run in a way that moves
+a check are flagged, naming the check (``grader.layers.stale``).
 ``test`` checks (the instructor's tests, run in both kernels after the notebook) are
 scored in ``grader.layers.tests``. A check the rubric marks ``hidden`` gives a result
 marked ``hidden``.
@@ -29,10 +31,11 @@ from ..sandbox.execution import (
     kernel_available,
     sandbox_available,
 )
-from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, LayerResult
+from ..types import CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 from .compare import compare_variables
 from .printed import no_outputs_flag, score_printed
+from .stale import stale_outputs_flag
 from .tests import instructor_tests, score_test
 from .values import inspected_names, score_value
 
@@ -57,7 +60,6 @@ def environment_error(error: str, data_names: set[str]) -> bool:
     return bool(_MISSING_FILE.search(error)) and any(n in error for n in data_names)
 
 
-_WS = re.compile(r"\s+")
 VALUE_ASPECTS = ("values", "rows")  # what a slip upstream changes; the rest is method
 
 
@@ -155,7 +157,10 @@ class OutputLayer(Layer):
                 "student's kernel, and a test whose answers could not be trusted earned "
                 "nothing", tuple(run.check_tampering[:10])))
         if run is not None and not run.error:
-            result.flags.extend(self._provenance(ctx, run))
+            stale = stale_outputs_flag(ctx, run, lambda crit, check, source: self._runs(
+                ctx, crit, check, source))
+            if stale is not None:
+                result.flags.append(stale)
             result.details.update(
                 seconds=run.seconds,
                 timed_out=run.timed_out,
@@ -200,7 +205,7 @@ class OutputLayer(Layer):
     @staticmethod
     def _errors(ctx: SubmissionContext, run: ExecutionResult | None) -> tuple[int, int, list]:
         """(errored student cells, student code cells, evidence): fresh run or stored outputs."""
-        own = {o.cell.id for o in ctx.match.origins if o.cell.kind == "code" and o.student_lines}
+        own = {o.cell.id for o in ctx.match.student_code_cells}  # cells of prose are no code
         if run is not None and not run.error:
             errored = [(c.cell_id, c.error) for c in run.cells if not c.ok]
         else:
@@ -297,29 +302,6 @@ class OutputLayer(Layer):
             method_score=method_score,
         )
 
-    @staticmethod
-    def _provenance(ctx: SubmissionContext, run: ExecutionResult) -> list[Flag]:
-        """Stored outputs of the student's cells that the fresh run does not reproduce."""
-        fresh = {c.cell_id: c for c in run.cells}
-        stale: list[Evidence] = []
-        for origin in ctx.match.student_code_cells:
-            cell: Cell = origin.cell
-            stored = _plain(cell.outputs)
-            new = fresh.get(cell.id)
-            if not stored or new is None or not new.ok:
-                continue
-            if stored != _plain(new.outputs):
-                stale.append(Evidence(cell.id, None, f"stored: {stored[:120]}"))
-        if not stale:
-            return []
-        return [
-            Flag(
-                "stale_outputs",
-                f"{len(stale)} cells have stored outputs that a fresh run does not reproduce",
-                tuple(stale[:10]),
-            )
-        ]
-
 
 def _marked(check: Check, result: CheckResult) -> CheckResult:
     """``result`` marked hidden when its rubric check is."""
@@ -332,7 +314,3 @@ def _zero(crit: Criterion, check: Check, message: str,
     return CheckResult(crit.id, "output", check.variable, 0.0, check.weight, "L2", message,
                        status=status)
 
-
-def _plain(outputs: tuple) -> str:
-    texts = [o.text for o in outputs if o.kind in ("stream", "execute_result") and o.text]
-    return _WS.sub(" ", " ".join(texts)).strip()

@@ -72,7 +72,7 @@ def scope(match: TemplateMatch, question: str, others: Sequence[str]) -> list[Ce
     """The student's code cells under ``question`` (all of them for ""); None when the
     notebook does not ask the question."""
     origins = match.origins
-    own = [o for o in origins if o.cell.kind == "code" and o.student_lines]
+    own = [o for o in origins if o.holds_code and o.student_lines]
     if not question.strip():
         return own
     key = normalise_markdown(question)
@@ -86,7 +86,7 @@ def scope(match: TemplateMatch, question: str, others: Sequence[str]) -> list[Ce
         if o.cell.kind == "markdown" and o.status != "student" and (
                 _heading(o.cell.source) or any(asks(o, k) for k in other_keys)):
             break
-        if o.cell.kind == "code" and o.student_lines:
+        if o.holds_code and o.student_lines:
             cells.append(o)
     return cells
 
@@ -102,7 +102,7 @@ def _drew(outputs: Iterable[Output]) -> bool:
 
 def no_outputs_flag(match: TemplateMatch, nb: Notebook) -> Flag | None:
     """A notebook whose own code cells were never run before it was submitted."""
-    own = [o.cell for o in match.origins if o.cell.kind == "code" and o.student_lines]
+    own = [o.cell for o in match.origins if o.holds_code and o.student_lines]
     if not own or any(c.outputs or c.execution_count is not None for c in nb.code_cells):
         return None
     return Flag("no_outputs", f"submitted without outputs: none of its {len(own)} code "

@@ -2,8 +2,11 @@
 
 Scores the rubric's ``assigns``, ``calls`` and ``answer`` checks on what the
 student wrote (see ``grader.analysis.template``): names and calls come from the syntax
-tree of the student's own lines, answers from the markdown under each question (the
-blocks of text aimed at the grader, ``SubmissionContext.flagged``, never count).
+tree of the student's own lines, answers from the text under each question, wherever
+the template asked it (``grader.analysis.answers``; the blocks of text aimed at the
+grader, ``SubmissionContext.flagged``, never count). A code cell that holds only prose
+is the student's text, not code: it is neither read for names nor flagged as code that
+does not parse.
 Also flags a notebook with no work of the student's, edited test or template
 cells, and variables of output checks that are assigned literal values only
 (hard-coded results instead of computation).

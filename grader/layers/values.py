@@ -5,17 +5,21 @@ summarises its value like a variable's).
 With ``expected`` (one or several accepted values, from the rubric), the student's
 value must equal one of them: numbers within ``rtol``/``atol``, lists element by
 element, text exactly; a one-element list equals its element (R's length-1 vectors).
-The solution must give an accepted value too, or the check is the instructor's
-problem: "environment", not charged. Without ``expected`` the student's value is
-compared with the solution's value of the same expression, as output checks compare
-variables. An expression that fails in the student's kernel (a name the notebook
-never defined) scores 0 and says why; one that fails on the solution is
-"environment".
+The rubric's literal ``expected`` is the reference even when the instructor's solution
+(the key) gives another value: the docs say to write ``expected`` when the key is
+wrong, so students are charged against it, the result's message names the key's
+value for the instructor, and the self-check says that the key disagrees
+(``key_disagreements``). Without ``expected`` the student's value is compared with
+the solution's value of the same expression, as output checks compare variables. An
+expression that fails in the student's kernel (a name the notebook never defined)
+scores 0 and says why; one that fails on the solution is "environment" (the
+machine, not the student, most likely lacks what it needs).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from ..rubrics.checks import Check, FrozenObject, show_value, thaw
@@ -25,7 +29,9 @@ from ..sandbox.inspect_code import VariableSummary, expression_key
 from ..types import CheckResult, CheckStatus, Evidence
 from .compare import compare_variables
 
-__all__ = ["inspected_names", "score_value", "values_equal"]
+__all__ = ["KeyDisagreement", "inspected_names", "key_disagreements", "score_value",
+           "values_equal"]
+
 
 def inspected_names(rubric: Rubric) -> list[str]:
     """What the sandbox inspects after a run: the output checks' variables and the
@@ -84,11 +90,10 @@ def score_value(crit: Criterion, check: Check, run: ExecutionResult | None,
         return result(0.0, "not charged to the student: the expression fails on the "
                       f"instructor's solution too ({why or 'no value'}); check the "
                       "expression and the packages the machine has", "environment")
-    if check.expected and not _matches(on_solution, check):
-        return result(0.0, "not charged to the student: the instructor's solution gives "
-                      f"{show_value(on_solution.values)}, not the expected "
-                      f"{_accepted(check)}; check the rubric's expected value",
-                      "environment")
+    # the rubric's expected value is the reference, whatever the key gives: say it once
+    key_note = "" if not check.expected or _matches(on_solution, check) else (
+        f" (the instructor's solution gives {_shown(on_solution)}: the rubric's expected "
+        "value is the reference)")
     got = run.variables.get(key)
     if got is None or not got.exists:
         why = got.error if got is not None and got.error else "it could not be evaluated"
@@ -98,11 +103,49 @@ def score_value(crit: Criterion, check: Check, run: ExecutionResult | None,
     found = show_value(got.values if got.values is not None else got.head)
     if check.expected:
         if _matches(got, check):
-            return result(1.0, f"`{expr}` is {found}, as expected", found=found)
+            return result(1.0, f"`{expr}` is {found}, as expected{key_note}", found=found)
         return result(0.0, f"`{expr}` should be {_accepted(check)}; the notebook gives "
-                      f"{found}", found=found)
+                      f"{found}{key_note}", found=found)
     aspects = compare_variables(got, on_solution, ["values"], check.rtol, check.atol)
     ok, message = aspects["values"]
     if ok:
         return result(1.0, f"`{expr}` matches the solution ({found})", found=found)
     return result(0.0, f"`{expr}` differs from the solution: {message}", found=found)
+
+
+def _shown(var: VariableSummary) -> str:
+    return show_value(var.values if var.values is not None else var.head)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyDisagreement:
+    """A value check whose literal ``expected``/``accept`` the instructor's solution does
+    not give: students are charged against the rubric's value, and the instructor is
+    told."""
+
+    criterion: str
+    expression: str
+    expected: str  # the accepted value(s), as shown
+    key: str  # what the solution gives
+
+    def text(self) -> str:
+        return (f"The key disagrees with the expected value of the value check `{self.expression}` "
+                f"({self.criterion}): the rubric expects {self.expected}, the instructor's "
+                f"solution gives {self.key}. Students are charged against the expected value; "
+                "if the key is right, correct the rubric.")
+
+
+def key_disagreements(rubric: Rubric, sol: ExecutionResult) -> list[KeyDisagreement]:
+    """The value checks with a literal expected value that the solution's run does not
+    give (an expression that fails on the solution is not one: it is "environment")."""
+    out = []
+    for crit in rubric.criteria:
+        for check in crit.checks:
+            if check.type != "value" or not check.expected:
+                continue
+            var = sol.variables.get(expression_key(check.expression.strip()))
+            if var is None or not var.exists or var.error or _matches(var, check):
+                continue
+            out.append(KeyDisagreement(crit.id, check.expression.strip(), _accepted(check),
+                                       _shown(var)))
+    return out

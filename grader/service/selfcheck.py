@@ -15,7 +15,16 @@ in the sandbox, then reports, in words an instructor acts on:
   or another error;
 - data files the solution's code names (``read_csv("data/sales.csv")``) that the
   assignment's data does not hold, found in the source, so also without a kernel;
-- the criteria the solution loses points on, with the checks' own messages.
+- the criteria the solution loses points on, with the checks' own messages;
+- the points no check could verify (a test or output check the solution fails too, marked
+  "environment" and charged to no one), counted apart and said with the reason ("12 of
+  20 points could not be checked: data file missing"): the solution's percentage is then
+  over the other points only, and the assignment is not sound;
+- the value checks whose literal expected value the solution does not give (the key
+  disagrees: students are charged against the expected value).
+
+Percentages are written by ``selfcheck_parts.percent_text``, with the precision that
+shows a loss ("99.7%", never "100%" when a point is lost).
 
 Data that leads out of the assignment folder (a link to ``/etc/shadow``) is refused
 before anything runs, naming the file (``grader.assignment.data_problems``).
@@ -43,11 +52,13 @@ from typing import Any, Literal
 from ..assignment import Assignment, data_problems
 from ..errors import RubricError
 from ..layers.base import AssignmentContext, GradeOptions
+from ..layers.values import key_disagreements
 from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import save_rubric
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import string_literals
 from ..types import GradeReport
+from .selfcheck_parts import percent_text, unverified
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]
@@ -92,6 +103,12 @@ class SelfCheck:
     not_executed: str  # why not, when it did not
     problems: tuple[SolutionProblem, ...]
     losses: tuple[str, ...]  # what the solution loses points on
+    unverified_points: float = 0.0  # points of checks the solution fails too ("environment")
+    total_points: float = 0.0
+    unverified_why: str = ""  # "data file missing", ...
+    unverified: tuple[str, ...] = ()  # one line per check that could not be verified
+    checked_earned: float = 0.0  # the solution's points on the checks that were verified
+    key_disagreements: tuple[str, ...] = ()  # expected values the solution does not give
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -103,25 +120,43 @@ class SelfCheck:
         return cls(str(data["assignment"]), data["solution_percent"], data["template_percent"],
                    bool(data["executed"]), str(data["not_executed"]),
                    tuple(SolutionProblem(**p) for p in data["problems"]),
-                   tuple(str(x) for x in data["losses"]))
+                   tuple(str(x) for x in data["losses"]),
+                   float(data.get("unverified_points", 0.0)),
+                   float(data.get("total_points", 0.0)), str(data.get("unverified_why", "")),
+                   tuple(str(x) for x in data.get("unverified", ())),
+                   float(data.get("checked_earned", 0.0)),
+                   tuple(str(x) for x in data.get("key_disagreements", ())))
 
     @property
     def sound(self) -> bool:
         """The rubric and the environment look right: nothing for the instructor to fix."""
         sol, tmpl = self.solution_percent, self.template_percent
         return (sol is not None and sol >= SOLUTION_AT_LEAST and tmpl is not None
-                and tmpl <= TEMPLATE_AT_MOST and not self.problems)
+                and tmpl <= TEMPLATE_AT_MOST and not self.problems
+                and not self.unverified_points)
 
     def headline(self) -> str:
-        """'The solution scores 100% and the template 0%: the rubric tells them apart.'"""
-        def pct(value: float | None) -> str:
-            return "could not be graded" if value is None else f"{value:.0f}%"
+        """'The solution scores 100% and the template 0%: the rubric tells them apart.',
+        or, when checks could not be verified, '12 of 20 points could not be checked:
+        data file missing. The solution earns 8 of the 8 points that could be checked,
+        ...'."""
         sol, tmpl = self.solution_percent, self.template_percent
-        text = f"The solution scores {pct(sol)} and the template {pct(tmpl)}"
+        text = f"The solution scores {percent_text(sol)} and the template {percent_text(tmpl)}"
+        fixes = []
+        judged = True  # the solution's percentage says something
+        if self.unverified_points:  # never "scores 100%" over points no check verified
+            checked = round(self.total_points - self.unverified_points, 4)
+            judged = checked > 0
+            sol = 100.0 * self.checked_earned / checked if judged else None
+            earned = (f"The solution earns {self.checked_earned:g} of the {checked:g} points "
+                      "that could be checked" if judged else "No other point could be checked")
+            text = (f"{self.unverified_points:g} of {self.total_points:g} points could not be "
+                    f"checked: {self.unverified_why}. {earned}, and the template scores "
+                    f"{percent_text(tmpl)}")
+            fixes.append("every point should be checked on the solution")
         if self.sound:
             return text + ": the rubric tells them apart."
-        fixes = []
-        if sol is None or sol < SOLUTION_AT_LEAST:
+        if judged and (sol is None or sol < SOLUTION_AT_LEAST):
             fixes.append(f"the solution should score at least {SOLUTION_AT_LEAST:.0f}%")
         if tmpl is None or tmpl > TEMPLATE_AT_MOST:
             fixes.append(f"the template at most {TEMPLATE_AT_MOST:.0f}%")
@@ -131,12 +166,15 @@ class SelfCheck:
         return f"{text}: {'; '.join(fixes)}. Fix this before grading students."
 
     def lines(self) -> list[str]:
-        """The headline, then each problem and loss, one line each."""
+        """The headline, then each problem, disagreement of the key, check that could not
+        be verified and loss, one line each."""
         out = [self.headline()]
         if not self.executed:
             out.append(f"The solution was not run ({self.not_executed}): output checks "
                        "were graded from its stored outputs.")
         out += [p.text for p in self.problems]
+        out += list(self.key_disagreements)
+        out += list(self.unverified)
         out += [f"The solution loses points on {loss}" for loss in self.losses]
         return out
 
@@ -169,8 +207,12 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
                 f"holds no file named {base!r}: add it to the assignment's data.", name=base))
     executed = run is not None and not run.error
     why = "" if executed else (run.error if run is not None else _why_not_run(solution))
+    unchecked = unverified(solution, (p.kind for p in problems))
+    disagree = key_disagreements(assignment.rubric, run) if run is not None and executed else []
     check = SelfCheck(assignment.name, _percent(solution), _percent(template), executed, why,
-                      tuple(problems), tuple(_losses(solution)))
+                      tuple(problems), tuple(_losses(solution)), unchecked.points,
+                      unchecked.total, unchecked.why, unchecked.checks,
+                      unchecked.earned, tuple(d.text() for d in disagree))
     log.info("self-check of %s: solution %s, template %s, %d problems", assignment.name,
              check.solution_percent, check.template_percent, len(problems))
     return check
@@ -307,10 +349,12 @@ def _named_data_files(cells) -> list[str]:
 def _losses(report: GradeReport) -> list[str]:
     out = []
     for crit in report.criteria:
-        if crit.points >= crit.max_points:
-            continue
-        why = "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in crit.checks
-                        if ch.score < 1)
+        lost = [ch for ch in crit.checks if ch.score < 1]
+        if crit.points >= crit.max_points or (
+                lost and all(ch.status == "environment" for ch in lost)):
+            continue  # checks that could not be verified are said apart
+        why = "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in lost
+                        if ch.status != "environment")
         out.append(f"{crit.id} ({crit.points:g} of {crit.max_points:g}): {why or 'review'}")
     return out
 
