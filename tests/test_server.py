@@ -38,8 +38,11 @@ FILLER = ("Cell {i}: the analyst loads sales.csv with pandas, groups revenue by 
           "computes the mean order value, and plots a bar chart of the top {i} products. ")
 SHORT = "Name three colours of the rainbow."
 LONG = "".join(FILLER.format(i=i) for i in range(1, 41)) + "Summarise the notebook."
-SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}},
-          "required": ["colour"]}
+# The colour is one of a list: a free string lets the small model list colours until
+# max_tokens (it did, once llama.cpp was built without -march=native), and a JSON cut
+# there is no reply to compare
+SCHEMA = {"type": "object", "properties": {"colour": {"type": "string", "enum": [
+    "red", "orange", "yellow", "green", "blue", "indigo", "violet"]}}, "required": ["colour"]}
 
 
 @dataclass
