@@ -4,7 +4,7 @@ The assignment chosen survives visits to other pages (``grade_assignment_kept``)
 the Grade button is disabled while a job runs, and starting the same work twice
 gives the running job (grader.service.jobs), so two quick clicks grade once. A batch
 of more notebooks than the limit (grader.service.sizing) waits for the instructor to
-confirm it, with the count and a time estimate (``grade_confirm``).
+confirm it, with the count (``grade_confirm``).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def _start(uploads: list[Upload]) -> None:
 uploads = _uploads(files) + [Upload(n, samples[n].read_bytes()) for n in chosen]
 if st.button("Grade", type="primary", key="grade_run", disabled=busy,
              help="Grading: wait for this batch to end." if busy else None):
-    size = batch_size([(u.name, u.data) for u in uploads], options, int(workers))
+    size = batch_size([(u.name, u.data) for u in uploads])
     if not uploads:
         st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
     elif size.over_limit:  # asked once more, with what it would take

@@ -149,7 +149,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if out_dir is not None:  # before grading: a typo here must not cost a graded batch
         out_dir.mkdir(parents=True, exist_ok=True)
     inputs = [Path(p) for p in args.inputs]
-    check_batch_size(batch_size(_readable(inputs), options, args.workers, args.max_notebooks))
+    check_batch_size(batch_size(_readable(inputs), args.max_notebooks))
     client = None if args.no_llm else DisaggregatedClient(load_config())
     grader = Grader(assignment, options, client=client)
     files, problems = expand_inputs(inputs)

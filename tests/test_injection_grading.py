@@ -10,78 +10,39 @@ prompt would raise the score: the test can fail.
 from __future__ import annotations
 
 import copy
-import json
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from fake_judge import FakeJudge, judging_grader
 from test_injection import INJECTIONS
 
 from grader.analysis.template import match_template
-from grader.assignment import load_assignment
 from grader.integrity.injection import scan_notebook, scan_text
-from grader.layers.base import GradeOptions, SubmissionContext, run_layer
+from grader.layers.base import SubmissionContext, run_layer
 from grader.notebooks.load import load_both
 from grader.pipeline import GradeInput, Grader
-from inference import (
-    Backend,
-    DisaggregatedClient,
-    EngineConfig,
-    GenerationResult,
-    ModelSpec,
-    RequestMetrics,
-    RouteConfig,
-    WorkerHealth,
-    register_backend,
-)
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
 BASE = nbformat.read(RETAIL / "submissions" / "partial.ipynb", as_version=4)
 ANSWER = "q1-answer"  # injections go right after it: inside the answer the L4 model reads
 
 
-class Obedient(Backend):
+class Obedient(FakeJudge):
     """A judge fooled by any text aimed at a grader in the student's part of its prompt."""
 
-    def prefill(self, request):
-        raise NotImplementedError
+    meets = True
 
-    def decode(self, handle, on_token=None):
-        raise NotImplementedError
-
-    def generate(self, request, on_token=None):
-        user = request.messages[-1].content
+    def fooled(self, user: str) -> bool:
         student = user.split("<student>", 1)[1].rsplit("</student>", 1)[0]
-        fooled = bool(scan_text(student, "markdown", None))
-        parsed = {}
-        for cid, spec in request.json_schema["properties"].items():
-            if request.role == "code":
-                item = {"verdict": "met" if fooled else "partial", "cells": [], "issue": "",
-                        "confidence": 0.9, "quote": "", "suggestion": ""}
-            else:
-                item = {"score": 1.0 if fooled else 0.5, "strength": "clear",
-                        "improve": "more detail", "next_step": "cite numbers"}
-            parsed[cid] = {k: item[k] for k in spec["properties"]}
-        m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
-                           finished_at=time.time(), method="single")
-        return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
-
-    def health(self):
-        return [WorkerHealth("obedient", self.route.role, self.route.name, "generate", "up")]
+        return bool(scan_text(student, "markdown", None))
 
 
 @pytest.fixture(scope="module")
 def grader(tmp_path_factory):
-    register_backend("obedient", Obedient)
-    judge = ModelSpec(name="judge", path="/nonexistent.gguf", can_judge=True)
-    cfg = EngineConfig(routes={r: RouteConfig(r, backend="obedient", mode="single",
-                                              model="judge") for r in ("code", "feedback")},
-                       models={"judge": judge},
-                       history_db=tmp_path_factory.mktemp("obedient") / "h.db")
-    with DisaggregatedClient(cfg) as client:
-        yield Grader(load_assignment(RETAIL), GradeOptions(execute=False, use_llm=True),
-                     client=client)
+    with judging_grader("obedient", Obedient, RETAIL,
+                        tmp_path_factory.mktemp("obedient")) as judged:
+        yield judged
 
 
 @pytest.fixture(scope="module")

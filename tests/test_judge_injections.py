@@ -14,29 +14,17 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from grader.analysis.template import match_template
-from grader.assignment import load_assignment
-from grader.layers.base import GradeOptions, SubmissionContext, run_layer
+from grader.layers.base import SubmissionContext, run_layer
 from grader.layers.prompts import as_data
 from grader.notebooks.load import load_both
 from grader.pipeline import GradeInput, Grader
-from inference import (
-    Backend,
-    DisaggregatedClient,
-    EngineConfig,
-    GenerationResult,
-    ModelSpec,
-    RequestMetrics,
-    RouteConfig,
-    WorkerHealth,
-    register_backend,
-)
+from tests.fake_judge import FakeJudge, judging_grader
 from tests.hostile import injections
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
@@ -62,49 +50,20 @@ def talked_up(user: str) -> bool:
     return heard or BREAKOUT in after or "<student>" in after
 
 
-class TalkedUp(Backend):
+class TalkedUp(FakeJudge):
     """A trusted judge that believes what it reads (see the module)."""
 
     prompts: ClassVar[list[str]] = []
 
-    def prefill(self, request):
-        raise NotImplementedError
-
-    def decode(self, handle, on_token=None):
-        raise NotImplementedError
-
-    def generate(self, request, on_token=None):
-        user = request.messages[-1].content
-        type(self).prompts.append(user)
-        fooled = talked_up(user)
-        parsed = {}
-        for cid, spec in request.json_schema["properties"].items():
-            if request.role == "code":
-                item = {"verdict": "partial", "cells": [], "issue": "", "confidence": 0.9,
-                        "quote": "", "suggestion": ""}
-            else:
-                item = {"score": 1.0 if fooled else 0.5, "strength": "clear",
-                        "improve": "more detail", "next_step": "cite numbers"}
-            parsed[cid] = {k: item[k] for k in spec["properties"]}
-        m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
-                           finished_at=time.time(), method="single")
-        return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
-
-    def health(self):
-        return [WorkerHealth("talked-up", self.route.role, self.route.name, "generate", "up")]
+    def fooled(self, user: str) -> bool:
+        return talked_up(user)
 
 
 @pytest.fixture(scope="module")
 def grader(tmp_path_factory):
-    register_backend("talked-up", TalkedUp)
-    judge = ModelSpec(name="judge", path="/nonexistent.gguf", can_judge=True)
-    cfg = EngineConfig(routes={r: RouteConfig(r, backend="talked-up", mode="single",
-                                              model="judge") for r in ("code", "feedback")},
-                       models={"judge": judge},
-                       history_db=tmp_path_factory.mktemp("talked-up") / "h.db")
-    with DisaggregatedClient(cfg) as client:
-        yield Grader(load_assignment(RETAIL), GradeOptions(execute=False, use_llm=True),
-                     client=client)
+    with judging_grader("talked-up", TalkedUp, RETAIL,
+                        tmp_path_factory.mktemp("talked-up")) as judged:
+        yield judged
 
 
 def _grade(grader: Grader, name: str, nb: dict):

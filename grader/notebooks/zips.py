@@ -20,7 +20,7 @@ unmarked names are, with a note, rather than refusing the archive.
 
 ``count_notebooks`` says how many notebooks a ZIP holds from its central directory
 alone (and those of the ZIPs in it), so that a batch too large to grade unasked
-(``grader.service.batch.batch_size``) is refused before anything is read.
+(``grader.service.sizing.batch_size``) is refused before anything is read.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import Any
 
 from grader.types import Evidence
 
-from ..pyast import parse
+from .tamper import assigned, dotted, python_tree, scan_cells
 
 __all__ = ["check_findings"]
 
@@ -52,31 +52,14 @@ _R_PATTERNS = (
 
 def check_findings(cells: Iterable[Any], language: str) -> list[Evidence]:
     """Places in the notebook's code cells that tamper with how checks see it."""
-    found: list[Evidence] = []
-    for index, cell in enumerate(cells):
-        if cell.get("cell_type") != "code":
-            continue
-        source = "".join(cell.get("source", ""))
-        cell_id = cell.get("id") or f"cell-{index}"
-        hits = _python(source) if language == "python" else _r(source) if language == "r" \
-            else []
-        found += [Evidence(cell_id, line, f"cell {index}: {what}") for line, what in hits]
-    return list(dict.fromkeys(found))
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Subscript):
-        return f"{_dotted(node.value)}[...]"
-    return node.id if isinstance(node, ast.Name) else "..."
+    return scan_cells(cells, language, _python, _r)
 
 
 def _guarded(target: ast.AST) -> str:
     """The guarded thing an assignment target replaces, or ""."""
     if not isinstance(target, ast.Attribute | ast.Subscript):
         return ""
-    name = _dotted(target)
+    name = dotted(target)
     head = name.split(".")[0].split("[")[0]
     if head in _PY_MODULES or name.startswith("sys.modules[") or _PY_CLASSES.match(name):
         return name
@@ -91,28 +74,19 @@ def _always(node: ast.FunctionDef, value: bool) -> bool:
 
 
 def _python(source: str) -> list[tuple[int, str]]:
-    plain = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
-                      for ln in source.split("\n"))
-    try:
-        tree = parse(plain)
-    except SyntaxError:
+    tree = python_tree(source)
+    if tree is None:
         return [(source.count("\n", 0, m.start()) + 1,
                  f"replaces {m['what'].strip()}" if m["what"] else f"uses {m['reach']}")
                 for m in _PY_FALLBACK.finditer(source)]
     hits: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        targets: list[ast.AST] = []
-        if isinstance(node, ast.Assign | ast.Delete):
-            targets = list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
-            for part in ast.walk(target):
-                if what := _guarded(part):
-                    hits.append((node.lineno, f"replaces {what}"))
+        for part in assigned(node):
+            if what := _guarded(part):
+                hits.append((node.lineno, f"replaces {what}"))  # type: ignore[attr-defined]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("setattr", "delattr") and node.args:
-            owner = _dotted(node.args[0])
+            owner = dotted(node.args[0])
             if owner.split(".")[0] in _PY_MODULES or _PY_CLASSES.match(owner):
                 hits.append((node.lineno, f"changes {owner} with {node.func.id}()"))
         if isinstance(node, ast.Attribute) and node.attr in ("__closure__", "cell_contents",

@@ -18,14 +18,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from grader.types import Evidence
 
 from ..pyast import parse
 
-__all__ = ["PY_HOOKS", "probe_code", "probe_findings", "static_findings"]
+__all__ = ["PY_HOOKS", "assigned", "dotted", "probe_code", "probe_findings", "python_tree",
+           "scan_cells", "static_findings"]
 
 PY_HOOKS = frozenset({
     "showtraceback", "_showtraceback", "showsyntaxerror", "showindentationerror",
@@ -57,39 +58,59 @@ _R_PATTERNS = (
 
 def static_findings(cells: Iterable[Any], language: str) -> list[Evidence]:
     """Places in the notebook's code cells that tamper with the executor."""
+    return scan_cells(cells, language, _python, _r)
+
+
+Hits = list[tuple[int, str]]  # (line, what) in one cell's source
+
+
+def scan_cells(cells: Iterable[Any], language: str, python: Callable[[str], Hits],
+               r: Callable[[str], Hits]) -> list[Evidence]:
+    """Evidence for each hit of ``python`` or ``r`` in the notebook's code cells."""
     found: list[Evidence] = []
+    scan = {"python": python, "r": r}.get(language)
     for index, cell in enumerate(cells):
-        if cell.get("cell_type") != "code":
+        if scan is None or cell.get("cell_type") != "code":
             continue
         source = "".join(cell.get("source", ""))
         cell_id = cell.get("id") or f"cell-{index}"
-        hits = _python(source) if language == "python" else _r(source)
-        found += [Evidence(cell_id, line, f"cell {index}: {what}") for line, what in hits]
+        found += [Evidence(cell_id, line, f"cell {index}: {what}") for line, what in scan(source)]
     return list(dict.fromkeys(found))
 
 
-def _python(source: str) -> list[tuple[int, str]]:
-    # IPython magics and shell lines are not Python: blank them, keeping line numbers
+def python_tree(source: str) -> ast.AST | None:
+    """The cell parsed, IPython magics and shell lines blanked (line numbers kept)."""
     plain = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
                       for ln in source.split("\n"))
     try:
-        tree = parse(plain)
+        return parse(plain)
     except SyntaxError:
+        return None
+
+
+def assigned(node: ast.AST) -> Iterator[ast.AST]:
+    """Every part of what ``node`` assigns or deletes (attributes, subscripts, names)."""
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign | ast.Delete):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    for target in targets:
+        yield from ast.walk(target)
+
+
+def _python(source: str) -> Hits:
+    tree = python_tree(source)
+    if tree is None:
         return [(source.count("\n", 0, m.start()) + 1,
                  f"assigns .{m['attr']}" if m["attr"] else f"calls {m['call']}()")
                 for m in _PY_FALLBACK.finditer(source)]
     hits = []
     for node in ast.walk(tree):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign | ast.Delete):
-            targets = list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
-            for part in ast.walk(target):
-                what = _hook(part)
-                if what:
-                    hits.append((node.lineno, f"replaces {what}"))
+        for part in assigned(node):
+            what = _hook(part)
+            if what:
+                hits.append((node.lineno, f"replaces {what}"))  # type: ignore[attr-defined]
         if isinstance(node, ast.Call):
             what = _call(node)
             if what:
@@ -97,20 +118,20 @@ def _python(source: str) -> list[tuple[int, str]]:
     return sorted(set(hits))
 
 
-def _dotted(node: ast.expr) -> str:
+def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
+        return f"{dotted(node.value)}.{node.attr}"
     if isinstance(node, ast.Subscript):
-        return f"{_dotted(node.value)}[...]"
+        return f"{dotted(node.value)}[...]"
     if isinstance(node, ast.Call):
-        return f"{_dotted(node.func)}()"
+        return f"{dotted(node.func)}()"
     return node.id if isinstance(node, ast.Name) else "..."
 
 
 def _hook(node: ast.AST) -> str:
     if not isinstance(node, ast.Attribute | ast.Subscript):
         return ""
-    name = _dotted(node)
+    name = dotted(node)
     if isinstance(node, ast.Attribute) and (node.attr in PY_HOOKS or any(
             c in name.split(".") for c in _PY_CLASSES)):
         return name
@@ -119,14 +140,14 @@ def _hook(node: ast.AST) -> str:
 
 def _call(node: ast.Call) -> str:
     func, args = node.func, node.args
-    name = _dotted(func)
+    name = dotted(func)
     if name.endswith("set_custom_exc"):
         return f"calls {name}() (its handler replaces the error report)"
     first = args[0].value if args and isinstance(args[0], ast.Constant) else None
     if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and len(args) > 1:
         attr = args[1].value if isinstance(args[1], ast.Constant) else None
         if attr in PY_HOOKS:
-            return f"replaces {_dotted(args[0])}.{attr} with {func.id}()"
+            return f"replaces {dotted(args[0])}.{attr} with {func.id}()"
     if name.endswith("events.register") and first in _PY_EVENTS:
         return f"registers a {first} callback (it can rewrite a cell's result)"
     return ""

@@ -5,7 +5,7 @@ many submissions with each report stored as soon as it is made, and resumes an
 interrupted batch; ``review`` lists stored grades, applies overrides and regrades;
 ``rescore`` previews what an edited rubric would do to the grades already given;
 ``workspace`` holds the instructor's assignments (bundled and made in the app);
-``sizing`` counts a batch's notebooks and estimates its time before it is graded.
+``sizing`` counts a batch's notebooks before it is graded.
 
 May import: every room below it (errors, types, notebooks, rubrics, assignment, sandbox,
 layers, scoring, pipeline, store, views) and ``inference``'s public names.
