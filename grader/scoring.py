@@ -33,6 +33,11 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
    which upstream criterion is charged instead. Only a check that saw the
    student's own result is relieved (work left undone is charged); one that met
    its target is left as it is; without ``depends_on`` nothing changes.
+6. Levels (a criterion's ``levels``, as rubrics give credit by approach and level):
+   the first level whose checks all pass gives ``points x credit``; its sentence is
+   the criterion's result ("level" in the checks). When no level holds, rules 1-5
+   stand (no credit for a criterion with levels only). A condition that could not be
+   evaluated decides nothing and sends the criterion to review.
 """
 
 from __future__ import annotations
@@ -46,7 +51,8 @@ from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
 
 CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2",
-               "test": "L2", "value": "L2", "printed": "L2", "plot": "L2"}
+               "test": "L2", "value": "L2", "printed": "L2", "plot": "L2", "code": "L1",
+               "documented": "L1", "ran": "L1"}
 GATES = ("unlike_template",)  # flags that score a notebook 0 and send it to review
 
 
@@ -115,7 +121,46 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
         out.review_reasons.append("every check compares values that follow from a criterion "
                                   "that failed upstream: nothing is left to judge the method by")
     out.points = round(min(crit.points, max(0.0, crit.points * fraction)), 4)
+    if crit.levels:
+        _apply_levels(crit, out, all_checks, fraction if crit.checks else 0.0)
     return out
+
+
+def _apply_levels(crit: Criterion, out: CriterionResult, results: list[CheckResult],
+                  fraction: float) -> None:
+    """Rule 6: the first level whose checks all pass gives the criterion its credit;
+    when none does, the weighted checks' share stands (0 without checks). A condition
+    that could not be evaluated decides nothing and sends the criterion to review; one
+    the solution fails too (environment) holds, and is reviewed."""
+    for n, level in enumerate(crit.levels, 1):
+        got = [(ch, _find(results, crit, ch)) for ch in level.when]
+        unknown = [ch for ch, r in got if r is None or r.status in ("error", "skipped")]
+        if unknown:
+            out.needs_review = True
+            out.review_reasons.append(
+                f"level {n} ({level.says or f'{level.credit:.0%}'}) could not be decided: "
+                + "; ".join(f"{ch.type} {ch.target} was not evaluated" for ch in unknown))
+            continue
+        if not all(r is not None and (r.status == "environment" or r.score >= 1 - 1e-9)
+                   for _, r in got):
+            continue
+        unverified = [r for _, r in got if r is not None and r.status == "environment"]
+        if unverified:
+            out.needs_review = True
+            out.review_reasons.append(
+                f"level {n} holds only because the solution fails "
+                + "; ".join(f"{r.check} {r.target}" for r in unverified) + " too")
+        evidence = tuple(e for _, r in got if r is not None for e in r.evidence)[:3]
+        out.checks.append(CheckResult(
+            crit.id, "level", f"level {n}", level.credit, 1.0, "L1",
+            level.says or f"level {n} of {len(crit.levels)}", evidence))
+        out.points = round(crit.points * level.credit, 4)
+        return
+    said = "; ".join(f"{lv.credit:.0%} {lv.says}".strip() for lv in crit.levels)
+    how = "scored from its checks" if crit.checks else "no credit"
+    out.checks.append(CheckResult(crit.id, "level", "no level", fraction, 1.0, "L1",
+                                  f"none of the rubric's levels is met ({said}): {how}"))
+
 
 
 def _charged_once(res: CheckResult, upstream: list[str]) -> tuple[CheckResult, bool]:

@@ -128,7 +128,7 @@ def test_a_padded_answer_counts_its_visible_words(grader, twins):
                        VARIANTS["a short answer padded with invisible characters"][1])
     _, answer = _q1(report)
     _, twin_answer = _q1(twins["short answer"])
-    assert answer.message.startswith("answered with 3 words, below the minimum of 25")
+    assert answer.message.startswith("answered with 3 words, below the 25 asked")
     assert twin_answer.message == answer.message
     flag = next(f for f in report.flags if f.code == "prompt_injection")
     assert any("zero_width" in e.text for e in flag.evidence)

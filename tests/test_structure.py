@@ -128,13 +128,17 @@ def test_names_in_comments_and_strings_do_not_count():
     assert by_target(result, "read_csv").score == 0
 
 
-def test_short_answer_gets_a_share_and_placeholder_is_unanswered():
+def test_short_answer_gets_a_level_not_a_share_of_its_words():
     cells = [c.copy() for c in TEMPLATE]
     cells[6] = new_markdown_cell("YOUR ANSWER HERE West wins.")
     result, _ = run_l1(cells)
     q1 = by_target(result, "Question 1")
-    assert q1.score == pytest.approx(2 / 10)
-    assert "below the minimum of 10" in q1.message
+    # 2 words of the 10 asked: the default levels call it very brief (50%), not 2/10
+    assert q1.score == pytest.approx(0.5)
+    assert "below the 10 asked" in q1.message and "very brief" in q1.message
+    cells[6] = new_markdown_cell("The West region sells the most.")  # 6 of 10: brief
+    q1 = by_target(run_l1(cells)[0], "Question 1")
+    assert q1.score == pytest.approx(0.8) and "level 80%: brief" in q1.message
 
 
 def test_answer_written_into_the_question_cell_counts():

@@ -28,7 +28,8 @@ from grader.layers.outputs import OutputLayer
 from grader.letters.build import build_letter, letter_markdown
 from grader.notebooks.load import load_notebook
 from grader.rubrics.check_text import format_options
-from grader.rubrics.checks import Check, duplicate_tests
+from grader.rubrics.checks import Check
+from grader.rubrics.dependencies import duplicate_tests
 from grader.rubrics.edit import rows_from_rubric, rubric_from_rows
 from grader.rubrics.schema import Criterion, Rubric, dumps, loads, rubric_from_dict
 from grader.sandbox import tests as sandbox_tests

@@ -126,7 +126,7 @@ class OutputLayer(Layer):
         if reason:
             result.notes.append(f"graded from the stored outputs: {reason}")
         for crit in ctx.assignment.rubric.criteria:
-            for check in crit.checks:
+            for check in crit.evaluated:
                 if check.type == "runs":
                     result.checks.append(_marked(check, self._runs(ctx, crit, check, run)))
                 elif check.type == "output":
@@ -189,7 +189,7 @@ class OutputLayer(Layer):
         result.notes.append("not executed: the notebook has no code of the student's own")
         result.details["executed"] = False
         for crit in ctx.assignment.rubric.criteria:
-            for check in crit.checks:
+            for check in crit.evaluated:
                 if check.type == "runs":
                     result.checks.append(_marked(check, self._runs(ctx, crit, check, None)))
                 elif check.type == "output":

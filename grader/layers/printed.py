@@ -28,6 +28,7 @@ from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult
 from ..types import CheckResult, CheckStatus, Evidence, Flag, Notebook, Output
+from .student_work import stored_error
 
 __all__ = ["PLOT_MIMES", "no_outputs_flag", "numbers_in", "revealer_cells", "scope",
            "score_printed"]
@@ -111,7 +112,7 @@ def no_outputs_flag(match: TemplateMatch, nb: Notebook) -> Flag | None:
 
 
 def _questions(rubric: Rubric) -> list[str]:
-    return [q for c in rubric.criteria for q in (c.task, *(ch.question for ch in c.checks)) if q]
+    return [q for c in rubric.criteria for q in (c.task, *(ch.question for ch in c.evaluated)) if q]
 
 
 def score_printed(crit: Criterion, check: Check, rubric: Rubric, match: TemplateMatch,
@@ -139,16 +140,29 @@ def score_printed(crit: Criterion, check: Check, rubric: Rubric, match: Template
         assert run is not None
         fresh = {c.cell_id: c.outputs for c in run.cells}
         sources.append(("our run", {o.cell.id: fresh.get(o.cell.id, ()) for o in usable}))
+    # The student's own run is evidence the instructor uses: a cell whose stored output
+    # shows an error earns nothing from it, even where our run (data paths mapped) works.
+    failed = ({o.cell.id: err for o in usable if (err := stored_error(o.cell))}
+              if check.evidence in ("stored", "both") else {})
+    refused: list[tuple[str, str]] = []
     for label, outputs in sources:
         for cell_id, outs in outputs.items():
+            hit = None
             if check.type == "plot" and _drew(outs):
-                return result(1.0, f"a plot is drawn {where} ({label})",
-                              evidence=(Evidence(cell_id, None, "a plot"),))
-            if check.type == "printed":
-                found = _found(check, _printed(outs))
-                if found is not None:
-                    return result(1.0, f"printed {where} ({label}): {found}",
-                                  evidence=(Evidence(cell_id, None, found),))
+                hit = (f"a plot is drawn {where} ({label})", "a plot")
+            elif check.type == "printed" and (found := _found(check, _printed(outs))):
+                hit = (f"printed {where} ({label}): {found}", found)
+            if hit is None:
+                continue
+            if cell_id in failed:
+                refused.append((cell_id, failed[cell_id]))
+                continue
+            return result(1.0, hit[0], evidence=(Evidence(cell_id, None, hit[1]),))
+    if refused:
+        cell_id, err = refused[0]
+        return result(0.0, f"this cell failed when the student ran it: {err} (our run of it "
+                      "worked, but the submitted outputs are the evidence)",
+                      evidence=(Evidence(cell_id, None, err),))
     what = "no plot is drawn" if check.type == "plot" else (
         f"nothing printed {where} matches" if check.pattern else
         f"no number printed {where} is {check.number:g}")

@@ -73,9 +73,13 @@ def shared_feedback_prefix(rubric: Rubric, criteria: list[Criterion],
     """Questions, what the rubric expects, and the solution's own answers."""
     lines = [f"Assignment: {rubric.title}.", "", "Questions to judge:"]
     for c in criteria:
-        q = next((ch.question for ch in c.checks if ch.type == "answer"), c.title)
+        check = next((ch for ch in c.checks if ch.type == "answer"), None)
+        q = check.question if check is not None else c.title
         expected = _cap(c.expectations or c.description, description_chars)
         lines.append(f"- {c.id}: {_cap(q, description_chars)}. Expected: {expected}".rstrip())
+        if check is not None and check.key_points:  # what the levels count, for the judge
+            points = "; ".join(kp.point for kp in check.key_points)
+            lines.append(f"  A complete answer mentions: {_cap(points, description_chars)}")
         answer = " ".join(model_answers.get(c.id, "").split())[:answer_chars]
         if answer:
             lines.append(f"  The instructor's answer: {answer}")

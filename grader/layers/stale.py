@@ -41,7 +41,7 @@ def stale_outputs_flag(ctx: SubmissionContext, run: ExecutionResult,
     moved: list[str] = []
     evidence: list[Evidence] = []
     for crit in rubric.criteria:
-        for check in crit.checks:
+        for check in crit.evaluated:
             if check.type in ("printed", "plot"):
                 stored = score_printed(crit, dataclasses.replace(check, evidence="stored"),
                                        rubric, ctx.match, None, "")

@@ -23,7 +23,9 @@ from ..analysis.template import CellOrigin
 from ..rubrics.checks import Check, alternatives
 from ..rubrics.schema import Criterion
 from ..types import CheckResult, Evidence, Flag, LayerResult
+from .answer_levels import answer_level, printed_numbers
 from .base import Layer, SubmissionContext
+from .student_work import score_code, score_documented, score_ran
 
 # A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
 _OPEN_END = re.compile(r"(<<-|<-|=|\(|\[|\{|,|%[^%\s]*%|\|>|\+|-|\*|/|\\)\s*$")
@@ -76,11 +78,18 @@ class StructureLayer(Layer):
             facts.append((origin.cell.id, student_facts(origin, lang)))
         result = LayerResult(self.name)
         for crit in rubric.criteria:
-            for check in crit.checks:
+            for check in crit.evaluated:
                 if check.type in ("assigns", "calls"):
                     result.checks.append(self._names(crit, check, facts))
                 elif check.type == "answer":
                     result.checks.append(self._answer(ctx, crit, check))
+                elif check.type == "code":
+                    result.checks.append(score_code(crit, check, ctx.match, lang))
+                elif check.type == "documented":
+                    result.checks.append(score_documented(
+                        crit, check, ctx.match, lang, rubric.all_placeholders))
+                elif check.type == "ran":
+                    result.checks.append(score_ran(crit, check, ctx.match))
         result.flags.extend(ctx.match.flags)
         hardcoded = self._hardcoded(ctx, facts)
         result.flags.extend(hardcoded.values())
@@ -147,10 +156,8 @@ class StructureLayer(Layer):
         elif not ans.answered:
             score, msg = 0.0, "unanswered (only template or placeholder text)"
         else:
-            score = min(1.0, ans.word_count / check.min_words)
-            msg = f"answered with {ans.word_count} words"
-            if ans.word_count < check.min_words:
-                msg += f", below the minimum of {check.min_words}"
+            score, msg = answer_level(check, ans.text, ans.word_count,
+                                      printed_numbers(ctx.match))
         if ans.set_aside:
             msg += (f"; {ans.set_aside} line{'s' if ans.set_aside > 1 else ''} of text aimed "
                     "at the grader not counted")

@@ -28,7 +28,7 @@ def key_of_test(criterion_id: str, name: str) -> str:
 def instructor_tests(rubric: Rubric) -> list[InstructorTest]:
     """The rubric's tests, in rubric order, as the sandbox runs them."""
     return [InstructorTest(key_of_test(c.id, ch.name), ch.code, ch.timeout_s)
-            for c in rubric.criteria for ch in c.checks if ch.type == "test"]
+            for c in rubric.criteria for ch in c.evaluated if ch.type == "test"]
 
 
 def describe(run: TestRun) -> str:

@@ -140,7 +140,7 @@ def key_disagreements(rubric: Rubric, sol: ExecutionResult) -> list[KeyDisagreem
     give (an expression that fails on the solution is not one: it is "environment")."""
     out = []
     for crit in rubric.criteria:
-        for check in crit.checks:
+        for check in crit.evaluated:
             if check.type != "value" or not check.expected:
                 continue
             var = sol.variables.get(expression_key(check.expression.strip()))

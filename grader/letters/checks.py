@@ -16,6 +16,7 @@ import re
 
 from ..rubrics.checks import alternatives
 from ..types import CheckResult
+from .levels import answer_extras, read_code, read_documented, read_level, read_ran
 from .outputs import read_output
 from .reading import Context, Reading
 from .tests import read_test
@@ -39,7 +40,8 @@ def read_check(ch: CheckResult, ctx: Context) -> Reading:
         return Reading(unchecked=True)
     reader = {"calls": _names, "assigns": _names, "output": read_output, "runs": _runs,
               "answer": _answer, "test": read_test, "value": read_value,
-              "printed": read_printed, "plot": read_plot}.get(ch.check)
+              "printed": read_printed, "plot": read_plot, "level": read_level,
+              "code": read_code, "documented": read_documented, "ran": read_ran}.get(ch.check)
     return reader(ch, ctx) if reader is not None else _other(ch, ctx)
 
 
@@ -153,17 +155,19 @@ def _answer(ch: CheckResult, ctx: Context) -> Reading:
         return Reading(missing=[phrase(f"You have not answered {question} yet.")],
                        steps=[phrase(f"Write your answer below the question: {length}, in your "
                                      "own words, with examples from your work.")])
-    m = re.match(r"answered with (\d+) words(?:, below the minimum of (\d+))?", ch.message)
+    m = re.match(r"answered with (\d+) words(?:, below the minimum of (\d+)|, below the "
+                 r"(\d+) asked)?", ch.message)
     if m is None:
         return _other(ch, ctx)
     n = int(m.group(1))
     out = Reading(done=[phrase(f"You answered the question ({plural(n, 'word')}).")])
     for ev in ch.evidence[:1]:
         out.quotes.append(Quote(ctx.places.cell(ev.cell_id), cut(ev.text, 100), "text"))
-    if m.group(2):
-        want = int(m.group(2))
+    if m.group(2) or m.group(3):
+        want = int(m.group(2) or m.group(3))
         out.missing.append(phrase(f"Your answer has {plural(n, 'word')}; the question asks for "
                                   f"at least {want}."))
         out.steps.append(phrase(f"Develop your answer to at least {want} words: explain your "
                                 "reasoning and point to specific results of your work."))
+    answer_extras(ch, out)
     return out

@@ -46,10 +46,26 @@ def read_value(ch: CheckResult, ctx: Context) -> Reading:
     return out
 
 
+def _failed_for_student(ch: CheckResult, ctx: Context) -> Reading | None:
+    """The cell gave the result in our run but stopped with an error in the student's."""
+    if not ch.message.startswith("this cell failed when the student ran it"):
+        return None
+    ev = ch.evidence[0] if ch.evidence else None
+    return Reading(
+        missing=[phrase("This cell failed when you ran it, so your submitted notebook does "
+                        "not show its result.")],
+        steps=[phrase("Fix the error, then restart the kernel and run all cells before you "
+                      "submit.")],
+        quotes=[Quote(ctx.places.at(ev), f"this cell failed when you ran it: "
+                      f"{cut(ev.text, 100)}", "error")] if ev is not None else [])
+
+
 def read_printed(ch: CheckResult, ctx: Context) -> Reading:
     where = _where(ctx)
     if ch.score >= 1:
         return Reading(done=[phrase(f"Your code prints the expected result {where}.")])
+    if (failed := _failed_for_student(ch, ctx)) is not None:
+        return failed
     spec = ctx.spec
     if spec is not None and spec.number is not None:
         wanted = phrase(f"Your code {where} should print ", Code(f"{spec.number:g}"),
@@ -72,6 +88,8 @@ def read_plot(ch: CheckResult, ctx: Context) -> Reading:
     where = _where(ctx)
     if ch.score >= 1:
         return Reading(done=[phrase(f"You drew the plot {where}.")])
+    if (failed := _failed_for_student(ch, ctx)) is not None:
+        return failed
     return Reading(missing=[phrase(f"A plot was expected {where}, and none was drawn there.")],
                    steps=[phrase("Draw the plot in the cell under the question (and show it), "
                                  "then run the whole notebook again.")])

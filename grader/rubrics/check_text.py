@@ -24,7 +24,7 @@ __all__ = ["OPTION_NAMES", "TARGET_FIELD", "finite", "format_options", "format_t
 # The field each check type shows in the ``target`` column (runs: none).
 TARGET_FIELD = {"assigns": "names", "calls": "functions", "output": "variable",
                 "answer": "question", "test": "name", "value": "expression",
-                "printed": "pattern", "plot": "question"}
+                "printed": "pattern", "plot": "question", "code": "pattern"}
 OPTION_NAMES = (*CHECK_FIELDS, "accept")  # several expected values are written as accept
 _DEFAULT = Check(type="")
 
@@ -81,6 +81,8 @@ def format_value(name: str, value: Any) -> str:
         return _json(value[0]) if len(value) == 1 else _json(list(value))
     if name == "accept":
         return _json(list(value))
+    if name in ("key_points", "levels"):
+        return _json([v.to_dict() for v in value])
     if name == "partial":
         return ", ".join(f"{quote(k)}:{v!r}" for k, v in value)
     if isinstance(value, tuple):
@@ -102,8 +104,16 @@ def parse_value(name: str, text: str) -> Any:
         if name == "accept" and not isinstance(value, list):
             raise ValueError("accept takes a [list] of the accepted values")
         return value
-    if name == "number":
+    if name in ("number", "min_share"):
         return finite(text)
+    if name in ("key_points", "levels"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"{name} takes a JSON [list] of objects") from None
+        if not isinstance(value, list):
+            raise ValueError(f"{name} takes a JSON [list] of objects")
+        return value
     default = getattr(_DEFAULT, name)
     if name == "partial":
         pairs = []

@@ -27,11 +27,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-CODE_CHECKS = ("assigns", "calls", "output", "runs", "test", "value", "printed", "plot")
+from .levels import (
+    AnswerLevel,
+    KeyPoint,
+    new_field_problems,
+    parse_answer_levels,
+    parse_key_points,
+)
+
+CODE_CHECKS = ("assigns", "calls", "output", "runs", "test", "value", "printed", "plot", "code",
+               "documented", "ran")
 WRITTEN_CHECKS = ("answer",)
 KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
 ASPECTS = ("type", "shape", "columns", "rows", "values")
@@ -68,6 +76,12 @@ class Check:
     number: float | None = None  # printed: a number that must appear (within rtol/atol)
     evidence: str = "both"  # printed, plot: "stored", "rerun" or "both" (either counts)
     depends_on: tuple[str, ...] = ()  # code checks: criteria ids whose values this one uses
+    min_count: int = 1  # code: at least this many matches of ``pattern``
+    distinct: bool = False  # code: count distinct matched texts
+    absent: bool = False  # code: passes when ``pattern`` is not found
+    min_share: float | None = None  # documented (default 0.5), ran (1.0): share of cells
+    key_points: tuple[KeyPoint, ...] = ()  # answer: what a complete answer mentions
+    levels: tuple[AnswerLevel, ...] = ()  # answer: credit by key points and words
 
     @property
     def target(self) -> str:
@@ -81,7 +95,23 @@ class Check:
             "value": self.expression,
             "printed": self.pattern or ("" if self.number is None else f"{self.number:g}"),
             "plot": self.question or "a plot",
+            "code": self._code_target(),
+            "documented": "comments and notes of the student's own",
+            "ran": "cells the student ran",
         }.get(self.type, self.type)
+
+    def _code_target(self) -> str:
+        if self.absent:
+            return f"no /{self.pattern}/"
+        times = f" {self.min_count} times" if self.min_count > 1 else ""
+        return f"/{self.pattern}/{times}{' (distinct)' if self.distinct else ''}"
+
+    @property
+    def share_needed(self) -> float:
+        """documented, ran: the share of the student's code cells that must meet it."""
+        if self.min_share is not None:
+            return self.min_share
+        return 0.5 if self.type == "documented" else 1.0
 
     def aspect_weights(self) -> dict[str, float]:
         """The fraction of this check each compared aspect is worth (output checks)."""
@@ -153,50 +183,13 @@ def version_2_features(ch: Check) -> list[str]:
         used.append(f"{ch.type} checks")
     if ch.depends_on:
         used.append("depends_on")
+    if ch.type in ("code", "documented", "ran"):
+        used.append(f"{ch.type} checks")
+    if ch.key_points:
+        used.append("key_points")
+    if ch.levels:
+        used.append("answer levels")
     return used
-
-
-def duplicate_tests(checks: Iterable[Check], where: str) -> list[str]:
-    """Problems of one criterion's checks taken together: two tests of one name (a
-    result is matched to its check by criterion, type and name)."""
-    names = [ch.name for ch in checks if ch.type == "test" and ch.name]
-    return [f"{where}: two tests are named {n!r}; name each test of a criterion differently"
-            for n in dict.fromkeys(n for n in names if names.count(n) > 1)]
-
-
-def dependency_problems(criteria: Iterable[tuple[str, Iterable[Check]]]) -> list[str]:
-    """Problems of the rubric's ``depends_on`` taken together: criteria that do not
-    exist, a criterion depending on itself, and cycles (each charge must have a first)."""
-    listed = [(cid, tuple(checks)) for cid, checks in criteria]
-    graph = {cid: {d for ch in checks for d in ch.depends_on} for cid, checks in listed}
-    problems = []
-    for cid, checks in listed:
-        for j, ch in enumerate(checks):
-            where = f"criterion {cid!r} check {j + 1}.depends_on"
-            for d in ch.depends_on:
-                if d == cid:
-                    problems.append(f"{where}: names the criterion itself")
-                elif d not in graph:
-                    problems.append(f"{where}: names {d!r}, which is not a criterion of "
-                                    "this rubric")
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for d in sorted(graph.get(node, ())):
-            if d == node or d not in graph:
-                continue
-            if state.get(d) == 1:
-                loop = [*path[path.index(d):], d]
-                problems.append("depends_on goes round in a circle: " + " -> ".join(loop))
-            elif d not in state:
-                visit(d, [*path, d])
-        state[node] = 2
-
-    for cid in graph:
-        if cid not in state:
-            visit(cid, [cid])
-    return problems
 
 
 def _as_tuple(value: Any, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -246,13 +239,13 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
                 kw[key] = str(data[key])
             else:
                 problems.append(f"{where}.{key}: expected a text, got {data[key]!r}")
-    for key in ("rtol", "atol", "timeout_s", "number"):
+    for key in ("rtol", "atol", "timeout_s", "number", "min_share"):
         if key in data:
             if isinstance(data[key], int | float) and not isinstance(data[key], bool):
                 kw[key] = float(data[key])
             else:
                 problems.append(f"{where}.{key}: expected a number, got {data[key]!r}")
-    for key in ("max_errors", "min_words"):
+    for key in ("max_errors", "min_words", "min_count"):
         if key in data:
             if isinstance(data[key], int) and not isinstance(data[key], bool):
                 kw[key] = data[key]
@@ -274,11 +267,16 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
             problems.append(f"{where}.accept: expected a non-empty list of accepted values")
     if "ignore_order" in data:
         kw["ignore_order"] = bool(data["ignore_order"])
-    if "hidden" in data:
-        if isinstance(data["hidden"], bool):
-            kw["hidden"] = data["hidden"]
-        else:
-            problems.append(f"{where}.hidden: expected true or false, got {data['hidden']!r}")
+    for key in ("hidden", "distinct", "absent"):
+        if key in data:
+            if isinstance(data[key], bool):
+                kw[key] = data[key]
+            else:
+                problems.append(f"{where}.{key}: expected true or false, got {data[key]!r}")
+    if "key_points" in data:
+        kw["key_points"] = parse_key_points(data["key_points"], f"{where}.key_points", problems)
+    if "levels" in data:
+        kw["levels"] = parse_answer_levels(data["levels"], f"{where}.levels", problems)
     if "partial" in data:
         if isinstance(data["partial"], dict) and all(
                 isinstance(v, int | float) and not isinstance(v, bool)
@@ -342,6 +340,7 @@ def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
                         "values")
     if ch.min_words < 1:
         problems.append(f"{where}: min_words must be >= 1")
+    problems += new_field_problems(ch, where)
 
 
 _CHECK_DEFAULTS = Check(type="")
@@ -360,6 +359,8 @@ def check_to_dict(ch: Check) -> dict[str, Any]:
                 out["accept"] = [thaw(v) for v in value]
         elif name == "partial":
             out[name] = dict(value)
+        elif name in ("key_points", "levels"):
+            out[name] = [v.to_dict() for v in value]
         else:
             out[name] = list(value) if isinstance(value, tuple) else value
     out["weight"] = ch.weight

@@ -42,7 +42,7 @@ from .check_text import (
     parse_value,
     split_outside_quotes,
 )
-from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict
+from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict, rubric_to_dict
 
 __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "EditProblem",
            "EditResult", "format_options", "format_target", "rows_from_rubric",
@@ -57,11 +57,14 @@ APPLIES = {
     "calls": ("functions", "depends_on"),
     "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial", "depends_on"),
     "runs": ("max_errors",),
-    "answer": ("question", "min_words", "placeholders"),
+    "answer": ("question", "min_words", "placeholders", "key_points", "levels"),
     "test": ("name", "code", "message", "timeout_s", "depends_on"),
     "value": ("expression", "expected", "accept", "rtol", "atol", "depends_on"),
     "printed": ("pattern", "number", "question", "evidence", "rtol", "atol", "depends_on"),
     "plot": ("question", "evidence", "depends_on"),
+    "code": ("pattern", "min_count", "distinct", "absent", "depends_on"),
+    "documented": ("min_share",),
+    "ran": ("min_share",),
 }
 ANY_CHECK = ("hidden",)  # fields every check type reads
 Table = Literal["rubric", "criteria", "checks"]
@@ -219,9 +222,9 @@ def rubric_from_rows(
 ) -> EditResult:
     """The rubric the edited tables describe, or every problem found, by row.
 
-    ``base`` gives what the tables do not hold (language, and title and placeholders
-    unless given). ``total_points``: the total to keep (the criteria must add up to
-    it); None lets the total follow the criteria's points, keeping ``base``'s total
+    ``base`` gives what the tables do not hold (language, each criterion's levels, and
+    title and placeholders unless given). ``total_points``: the total to keep (the criteria
+    must add up to it); None lets the total follow the criteria's points, keeping ``base``'s total
     when they add up to it.
     """
     out = _Collector()
@@ -258,6 +261,10 @@ def rubric_from_rows(
     for pos, i in enumerate(position):  # as rubric_from_dict names criteria with a bad id
         row_of_id.setdefault(f"criterion-{pos}", i)
     first_of_id = {d["id"]: d for d in reversed(crit_dicts) if d["id"]}
+    # A criterion's levels are not in the tables: each keeps its own, by id.
+    for c in rubric_to_dict(base)["criteria"]:
+        if c.get("levels") and c["id"] in first_of_id:
+            first_of_id[c["id"]]["levels"] = c["levels"]
     check_rows_of: dict[str, list[int]] = {}
     for i, row in enumerate(check_rows):
         cid = _text(row.get("criterion")).strip()

@@ -9,6 +9,7 @@ of its canonical JSON, so a grade records exactly which rubric produced it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -24,10 +25,10 @@ from .checks import (
     _as_tuple,
     _check,
     check_to_dict,
-    dependency_problems,
-    duplicate_tests,
     version_2_features,
 )
+from .dependencies import dependency_problems, duplicate_tests
+from .levels import Level, levels_to_list, parse_levels
 
 SCHEMA_VERSION = 2  # what new rubrics are written in
 SCHEMA_VERSIONS = (1, 2)  # what this grader reads; version 1 files load unchanged
@@ -53,6 +54,16 @@ class Criterion:
     task: str = ""
     description: str = ""
     expectations: str = ""
+    levels: tuple[Level, ...] = ()  # the first whose checks all pass gives its credit
+
+    @property
+    def evaluated(self) -> tuple[Check, ...]:
+        """Every check the layers evaluate: the weighted checks, then the levels'
+        conditions, each once."""
+        seen: dict[tuple[str, str], Check] = {}
+        for ch in (*self.checks, *(ch for lv in self.levels for ch in lv.when)):
+            seen.setdefault((ch.type, ch.target), ch)
+        return tuple(seen.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +77,10 @@ class Rubric:
 
     def version_2_features(self) -> list[str]:
         """What this rubric uses that schema version 1 cannot say, each once."""
-        return list(dict.fromkeys(f for c in self.criteria for ch in c.checks
-                                  for f in version_2_features(ch)))
+        used = [f for c in self.criteria for ch in c.evaluated for f in version_2_features(ch)]
+        if any(c.levels for c in self.criteria):
+            used.append("levels")
+        return list(dict.fromkeys(used))
 
     def lowest_version(self) -> int:
         """The oldest schema version that can say this rubric (editors write it)."""
@@ -85,7 +98,7 @@ class Rubric:
     def questions(self) -> tuple[str, ...]:
         """The questions of the answer checks, in rubric order (an answer ends where
         another one's question begins)."""
-        return tuple(dict.fromkeys(ch.question for c in self.criteria for ch in c.checks
+        return tuple(dict.fromkeys(ch.question for c in self.criteria for ch in c.evaluated
                                    if ch.type == "answer" and ch.question))
 
     def criterion(self, cid: str) -> Criterion:
@@ -93,13 +106,13 @@ class Rubric:
 
     def output_variables(self) -> list[str]:
         return sorted(
-            {ch.variable for c in self.criteria for ch in c.checks if ch.type == "output"}
+            {ch.variable for c in self.criteria for ch in c.evaluated if ch.type == "output"}
         )
 
     def value_expressions(self) -> list[str]:
         """The ``value`` checks' expressions, each once, in rubric order."""
         return list(dict.fromkeys(ch.expression.strip() for c in self.criteria
-                                  for ch in c.checks if ch.type == "value"))
+                                  for ch in c.evaluated if ch.type == "value"))
 
 
 # -- parsing and validation ---------------------------------------------------------
@@ -134,7 +147,7 @@ def rubric_from_dict(data: Any, source: str = "<rubric>") -> Rubric:
         crit = _criterion(c, i, seen, problems)
         if crit is not None:
             criteria.append(crit)
-    problems += dependency_problems((c.id, c.checks) for c in criteria)
+    problems += dependency_problems((c.id, c.evaluated) for c in criteria)
     point_sum = sum(c.points for c in criteria)
     if criteria and total and not math.isclose(point_sum, float(total), abs_tol=1e-6):
         problems.append(
@@ -169,7 +182,8 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
     seen.add(cid)
     where = f"criterion {cid!r}"
     for key in sorted(
-        set(c) - {"id", "title", "kind", "points", "checks", "task", "description", "expectations"}
+        set(c) - {"id", "title", "kind", "points", "checks", "task", "description", "expectations",
+                  "levels"}
     ):
         problems.append(f"{where}: unknown field {key!r}")
     kind = c.get("kind")
@@ -180,9 +194,11 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
     if not isinstance(points, int | float) or points < 0:
         problems.append(f"{where}: points must be a non-negative number")
         points = 0.0
-    raw_checks = c.get("checks")
-    if not isinstance(raw_checks, list) or not raw_checks:
-        problems.append(f"{where}: needs a non-empty list of checks")
+    levels = (parse_levels(c["levels"], where, kind, problems, _check)
+              if "levels" in c else ())
+    raw_checks = c.get("checks", [] if levels else None)
+    if not isinstance(raw_checks, list) or not (raw_checks or levels):
+        problems.append(f"{where}: needs a non-empty list of checks (or levels)")
         raw_checks = []
     checks = [
         ch
@@ -190,6 +206,7 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         if (ch := _check(r, f"{where} check {j + 1}", kind, problems)) is not None
     ]
     problems += duplicate_tests(checks, where)
+    problems += _clashes(Criterion(str(cid), "", kind, 0.0, tuple(checks), levels=levels), where)
     weights = sum(ch.weight for ch in checks)
     if checks and not math.isclose(weights, 1.0, abs_tol=1e-6):
         problems.append(f"{where}: check weights add up to {weights:g}, not 1")
@@ -202,7 +219,24 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         task=str(c.get("task", "")),
         description=str(c.get("description", "")),
         expectations=str(c.get("expectations", "")),
+        levels=levels,
     )
+
+
+def _clashes(crit: Criterion, where: str) -> list[str]:
+    """Two different checks of one criterion that look at the same thing (a result is
+    matched to its check by type and target): say so instead of mixing their results."""
+    seen: dict[tuple[str, str], Check] = {}
+    out = []
+    for ch in (*crit.checks, *(ch for lv in crit.levels for ch in lv.when)):
+        seen.setdefault((ch.type, ch.target), ch)
+    for ch in (ch for lv in crit.levels for ch in lv.when):
+        other = seen[(ch.type, ch.target)]
+        if dataclasses.replace(other, weight=ch.weight) != ch:
+            out.append(f"{where}: two {ch.type} checks of {ch.target!r} (in checks or "
+                       "levels) differ; write the same check the same way, or check "
+                       "another target")
+    return list(dict.fromkeys(out))
 
 
 # -- serialisation ----------------------------------------------------------------
@@ -213,7 +247,10 @@ def rubric_to_dict(r: Rubric) -> dict[str, Any]:
         for key in ("task", "description", "expectations"):
             if getattr(c, key):
                 d[key] = getattr(c, key)
-        d["checks"] = [check_to_dict(ch) for ch in c.checks]
+        if c.checks or not c.levels:
+            d["checks"] = [check_to_dict(ch) for ch in c.checks]
+        if c.levels:
+            d["levels"] = levels_to_list(c.levels, check_to_dict)
         crits.append(d)
     out: dict[str, Any] = {
         "schema_version": r.schema_version,

@@ -122,7 +122,9 @@ def changes(old: Rubric, new: Rubric) -> list[str]:
             out.append(f"{c.id}: points {o.points:g} -> {c.points:g}")
         if [check_to_dict(ch) for ch in o.checks] != [check_to_dict(ch) for ch in c.checks]:
             out.append(f"{c.id}: checks changed")
-        if dataclasses.replace(o, points=c.points, checks=c.checks) != c:
+        if o.levels != c.levels:
+            out.append(f"{c.id}: levels changed")
+        if dataclasses.replace(o, points=c.points, checks=c.checks, levels=c.levels) != c:
             out.append(f"{c.id}: title, kind or texts changed")
     out.extend(f"{cid}: removed" for cid in before if cid not in after)
     kept = [c.id for c in new.criteria if c.id in before]
@@ -138,10 +140,10 @@ def _key(cid: str, ch: Check) -> CheckKey:
 def changed_checks(old: Rubric, new: Rubric) -> set[CheckKey]:
     """The checks of ``new`` that grades under ``old`` hold no result for."""
     if old.all_placeholders != new.all_placeholders:
-        return {_key(c.id, ch) for c in new.criteria for ch in c.checks}
+        return {_key(c.id, ch) for c in new.criteria for ch in c.evaluated}
     before = {_key(c.id, ch): dataclasses.replace(ch, weight=0.0)
-              for c in old.criteria for ch in c.checks}
-    return {_key(c.id, ch) for c in new.criteria for ch in c.checks
+              for c in old.criteria for ch in c.evaluated}
+    return {_key(c.id, ch) for c in new.criteria for ch in c.evaluated
             if before.get(_key(c.id, ch)) != dataclasses.replace(ch, weight=0.0)}
 
 
