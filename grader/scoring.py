@@ -46,6 +46,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from .judged_points import judge_key_points
 from .rubrics.checks import Check
 from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
@@ -225,7 +226,8 @@ DISAGREE = {"met": 0.25, "not met": 0.75}  # verdict -> deterministic share that
 JUDGE_BAND = 0.5  # written: how far below the checks' share a model's judgement may go
 
 
-def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: bool) -> None:
+def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: bool,
+              spec: Criterion | None = None) -> None:
     """Fold the LLM layers into a criterion, within what the evidence allows.
 
     Code criteria (L3): the deterministic points stand. A verdict that
@@ -249,6 +251,9 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     A model its configuration does not trust to judge (``can_judge = false``:
     the bundled tiny models) is advisory: what it said is kept as notes, and
     neither the points nor the review status move.
+    An answer with key points (``spec``: the rubric's criterion) is also judged by the
+    points the model lists, checked against the ones the terms found
+    (``grader.judged_points``); when that lifts the level, the band does not apply.
     """
     layer = layers.get("L3" if crit.kind == "code" else "L4")
     if layer is None:
@@ -282,7 +287,9 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
         crit.model_notes = {k: str(item.get(k, "")) for k in ("strength", "improve",
                                                               "next_step")}
         crit.model_notes["score"] = f"{score:.2f}"
-        if share > 0 and not advisory:
+        if not advisory and judge_key_points(crit, spec, layers, item):
+            pass  # the model's key points lifted the level: reviewed, the band is moot
+        elif share > 0 and not advisory:
             floor = max(0.0, share - JUDGE_BAND)
             crit.points = round(crit.max_points * min(share, max(score, floor)), 4)
             if abs(score - share) > JUDGE_BAND:
@@ -318,8 +325,9 @@ def build_report(
     flags = [f for lr in layers.values() for f in lr.flags]
     criteria = score_criteria(rubric, layers)
     injected = any(f.code == "prompt_injection" for f in flags)
+    specs = {c.id: c for c in rubric.criteria}
     for crit in criteria:
-        reconcile(crit, layers, injected)
+        reconcile(crit, layers, injected, specs.get(crit.id))
     if gate := next((f for f in flags if f.code in GATES), None):
         for crit in criteria:
             _gate(crit, gate.message)

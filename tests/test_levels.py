@@ -18,6 +18,7 @@ from grader.notebooks.load import load_notebook
 from grader.rubrics.levels import numbers_in, parse_key_points, points_found
 from grader.rubrics.schema import dumps, loads, rubric_from_dict
 from grader.scoring import build_report, score_criteria
+from grader.types import LayerResult
 
 KEY_POINTS = [
     {"point": "names the leading region", "terms": ["west", "western region"]},
@@ -210,3 +211,29 @@ def test_the_schema_round_trips_and_names_each_problem():
          "checks": [{"type": "calls", "functions": ["f"], "key_points": KEY_POINTS}]}]}
     with pytest.raises(RubricError, match=r"key_points and levels .* belong to answer checks"):
         rubric_from_dict(wrong)
+
+
+def _judged(answer: str, points_met: list[str], advisory: bool = False):
+    l1, _ = grade_l1(submission("x = 1", answer))
+    l4 = LayerResult("L4", details={"advisory": advisory, "output": {"q1": {
+        "score": 0.9, "strength": "ok", "improve": "ok", "next_step": "ok",
+        "points_met": points_met}}})
+    sub = nb(submission("x = 1", answer))
+    report = build_report(RUBRIC, sub.name, sub.sha256, "demo", {"L1": l1, "L4": l4})
+    return next(c for c in report.criteria if c.id == "q1")
+
+
+def test_a_judging_model_may_credit_key_points_in_other_words_and_is_reviewed():
+    said = "The West is ahead; sales went up to 1523.40 over the months we studied."
+    q1 = _judged(said, [p["point"] for p in KEY_POINTS])
+    # the terms find 2 of 3 ("went up" is not a term): 0.5; the model sees all 3: 0.8
+    assert q1.points == pytest.approx(6 * 0.8)
+    assert q1.needs_review
+    assert "found key points the rubric's terms did not (says how revenue moved)" in \
+        " ".join(q1.review_reasons)
+    # advisory models change nothing; a model denying a point the words name is reviewed
+    assert _judged(said, [p["point"] for p in KEY_POINTS], advisory=True).points == \
+        pytest.approx(6 * 0.5)
+    denied = _judged(said, [])
+    assert denied.points <= 6 * 0.5
+    assert any("misses names the leading region" in r for r in denied.review_reasons)

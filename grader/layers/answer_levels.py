@@ -11,7 +11,7 @@ import re
 
 from ..analysis.template import TemplateMatch
 from ..rubrics.checks import Check
-from ..rubrics.levels import default_answer_levels, numbers_in, points_found
+from ..rubrics.levels import AnswerLevel, default_answer_levels, numbers_in, points_found
 
 
 def printed_numbers(match: TemplateMatch) -> list[float]:
@@ -32,14 +32,19 @@ def _without_question(text: str, question: str) -> str:
     return re.sub(re.escape(q), " ", text, flags=re.I) if q else text
 
 
+def level_of(check: Check, found: int, words: int) -> AnswerLevel | None:
+    """The first level of the answer check that ``found`` key points and ``words`` meet."""
+    levels = check.levels or default_answer_levels(len(check.key_points), check.min_words)
+    return next((lv for lv in levels if lv.holds(found, len(check.key_points), words)), None)
+
+
 def answer_level(check: Check, text: str, words: int,
-                 printed: list[float]) -> tuple[float, str]:
-    """(credit, message) of an answered question."""
+                 printed: list[float]) -> tuple[float, str, list[str]]:
+    """(credit, message, the key points found) of an answered question."""
     kps = check.key_points
     found = points_found(kps, _without_question(text, check.question), printed) if kps else []
     n = sum(found)
-    levels = check.levels or default_answer_levels(len(kps), check.min_words)
-    level = next((lv for lv in levels if lv.holds(n, len(kps), words)), None)
+    level = level_of(check, n, words)
     msg = f"answered with {words} words"
     if words < check.min_words:
         msg += f", below the {check.min_words} asked"
@@ -51,7 +56,8 @@ def answer_level(check: Check, text: str, words: int,
             msg += f" (mentions: {'; '.join(have)})"
         if miss:
             msg += f" (missing: {'; '.join(miss)})"
+    have_points = [kp.point for kp, ok in zip(kps, found, strict=True) if ok]
     if level is None:
-        return 0.0, f"{msg}; no level of the rubric is met"
+        return 0.0, f"{msg}; no level of the rubric is met", have_points
     says = f": {level.says}" if level.says else ""
-    return level.credit, f"{msg}; level {level.credit:.0%}{says}"
+    return level.credit, f"{msg}; level {level.credit:.0%}{says}", have_points

@@ -79,7 +79,8 @@ def shared_feedback_prefix(rubric: Rubric, criteria: list[Criterion],
         lines.append(f"- {c.id}: {_cap(q, description_chars)}. Expected: {expected}".rstrip())
         if check is not None and check.key_points:  # what the levels count, for the judge
             points = "; ".join(kp.point for kp in check.key_points)
-            lines.append(f"  A complete answer mentions: {_cap(points, description_chars)}")
+            lines.append(f"  A complete answer mentions: {_cap(points, description_chars)}. "
+                         "List in points_met the ones this answer makes, in any words.")
         answer = " ".join(model_answers.get(c.id, "").split())[:answer_chars]
         if answer:
             lines.append(f"  The instructor's answer: {answer}")
@@ -180,5 +181,16 @@ def feedback_schema(criteria: list[Criterion]) -> dict[str, Any]:
         "score": {"type": "number", "minimum": 0, "maximum": 1},
         "strength": short, "improve": short, "next_step": short,
     }, "required": ["score", "strength", "improve", "next_step"], "additionalProperties": False}
-    return {"type": "object", "properties": {c.id: item for c in criteria},
+    props = {}
+    for c in criteria:
+        check = next((ch for ch in c.checks if ch.type == "answer"), None)
+        if check is None or not check.key_points:
+            props[c.id] = item
+            continue
+        names = [kp.point for kp in check.key_points]
+        props[c.id] = {**item, "properties": {**item["properties"], "points_met": {
+            "type": "array", "items": {"type": "string", "enum": names},
+            "maxItems": len(names)}},
+            "required": [*item["required"], "points_met"]}
+    return {"type": "object", "properties": props,
             "required": [c.id for c in criteria], "additionalProperties": False}

@@ -82,7 +82,7 @@ class StructureLayer(Layer):
                 if check.type in ("assigns", "calls"):
                     result.checks.append(self._names(crit, check, facts))
                 elif check.type == "answer":
-                    result.checks.append(self._answer(ctx, crit, check))
+                    result.checks.append(self._answer(ctx, crit, check, result.details))
                 elif check.type == "code":
                     result.checks.append(score_code(crit, check, ctx.match, lang))
                 elif check.type == "documented":
@@ -146,7 +146,8 @@ class StructureLayer(Layer):
         )
 
     @staticmethod
-    def _answer(ctx: SubmissionContext, crit: Criterion, check: Check) -> CheckResult:
+    def _answer(ctx: SubmissionContext, crit: Criterion, check: Check,
+                details: dict) -> CheckResult:
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
         ans = find_answer(ctx.match, check.question, placeholders,
                           ctx.assignment.rubric.questions, template=ctx.assignment.template,
@@ -156,8 +157,11 @@ class StructureLayer(Layer):
         elif not ans.answered:
             score, msg = 0.0, "unanswered (only template or placeholder text)"
         else:
-            score, msg = answer_level(check, ans.text, ans.word_count,
-                                      printed_numbers(ctx.match))
+            score, msg, found = answer_level(check, ans.text, ans.word_count,
+                                             printed_numbers(ctx.match))
+            if check.key_points:  # what a judging model's key points are checked against
+                details.setdefault("key_points", {})[f"{crit.id}:{check.question}"] = {
+                    "found": found, "words": ans.word_count}
         if ans.set_aside:
             msg += (f"; {ans.set_aside} line{'s' if ans.set_aside > 1 else ''} of text aimed "
                     "at the grader not counted")
