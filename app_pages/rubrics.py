@@ -30,11 +30,12 @@ from grader.rubrics.edit import (
     rows_from_rubric,
     rubric_from_rows,
 )
+from grader.rubrics.edit_levels import LEVEL_COLUMNS, level_rows
 from grader.rubrics.import_seed import ImportReport
 from grader.rubrics.schema import Rubric
 from grader.service.movers import mover_rows, movers_summary, unmoved_line
 from grader.service.rescore import changes, preview_rescore, preview_rows
-from grader.service.workspace import Upload, read_rubric_upload
+from grader.service.workspace import Upload, notebooks_of, read_rubric_upload
 from grader.views.reports import offline_markdown
 
 sidebar()
@@ -54,6 +55,19 @@ CRITERIA_CONFIG = {
         "task", help="Text of the template's markdown cell that introduces the task."),
     "expectations": st.column_config.TextColumn(
         "expectations", help="Written criteria: what a good answer says (for the model)."),
+}
+LEVELS_CONFIG = {
+    "criterion": st.column_config.TextColumn(
+        "criterion", help="The id of the criterion this level belongs to.", required=True),
+    "credit": st.column_config.NumberColumn(
+        "credit", help="The share of the criterion's points this level gives (0 to 1).",
+        min_value=0.0, max_value=1.0, required=True),
+    "when": st.column_config.TextColumn(
+        "when", width="large", help='The checks that must all pass, as a JSON list: '
+        '[{"type": "code", "pattern": "parse_date_time"}, {"type": "calls", "functions": '
+        '["mdy"]}]. Empty: the level always holds.'),
+    "says": st.column_config.TextColumn(
+        "says", width="large", help="The sentence the student's letter gives at this level."),
 }
 CHECKS_CONFIG = {
     "criterion": st.column_config.TextColumn(
@@ -143,7 +157,8 @@ with st.expander("Import a rubric file", expanded=draft["report"] is not None):
         if seen is None or seen["token"] != token:  # a new file: read it once
             got = None
             try:
-                got = read_rubric_upload(Upload(up.name, data), assignment.language)
+                got = read_rubric_upload(Upload(up.name, data), assignment.language,
+                                         notebooks_of(assignment))
                 problems = [] if got.rubric.language == assignment.language else [
                     f"the rubric is for {got.rubric.language}, the assignment is "
                     f"{assignment.language}"]
@@ -182,6 +197,14 @@ checks = st.data_editor(pd.DataFrame(check_rows, columns=CHECK_COLUMNS),
                         key=draft_key(draft, "checks"), num_rows="dynamic", hide_index=True,
                         column_config=CHECKS_CONFIG, width="stretch")
 checks_box = st.container()
+st.subheader("Levels")
+st.caption("Credit by approach or level: a criterion's levels are tried in order and the "
+           "first whose checks all pass gives its credit; when none does, its checks score "
+           "it. See docs/rubric-format.md (Partial credit by level).")
+levels = st.data_editor(pd.DataFrame(level_rows(base), columns=LEVEL_COLUMNS),
+                        key=draft_key(draft, "levels"), num_rows="dynamic", hide_index=True,
+                        column_config=LEVELS_CONFIG, width="stretch")
+levels_box = st.container()
 c1, c2 = st.columns(2)
 placeholders = c1.text_area("Placeholders (one a line): template texts that are not answers",
                             value="\n".join(base.placeholders),
@@ -192,11 +215,14 @@ keep_total = c2.toggle(f"Keep the total at {base.total_points:g} points",
 result = rubric_from_rows(
     criteria.to_dict("records"), checks.to_dict("records"), base, title=title,
     placeholders=[p.strip() for p in placeholders.splitlines() if p.strip()],
-    total_points=base.total_points if keep_total else None)
+    total_points=base.total_points if keep_total else None,
+    level_rows=levels.to_dict("records"))
 with criteria_box:
     show_problems(result.for_table("criteria"))
 with checks_box:
     show_problems(result.for_table("checks"))
+with levels_box:
+    show_problems(result.for_table("levels"))
 delta = result.total_points - in_force.total_points
 c2.metric("Total points", f"{result.total_points:g}",
           f"{delta:+g} from the rubric in force" if delta else None)

@@ -42,6 +42,7 @@ from .check_text import (
     parse_value,
     split_outside_quotes,
 )
+from .edit_levels import levels_from_rows
 from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict, rubric_to_dict
 
 __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "EditProblem",
@@ -67,7 +68,7 @@ APPLIES = {
     "ran": ("min_share",),
 }
 ANY_CHECK = ("hidden",)  # fields every check type reads
-Table = Literal["rubric", "criteria", "checks"]
+Table = Literal["rubric", "criteria", "checks", "levels"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,7 @@ def rubric_from_rows(
     title: str | None = None,
     placeholders: Sequence[str] | None = None,
     total_points: float | None = None,
+    level_rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> EditResult:
     """The rubric the edited tables describe, or every problem found, by row.
 
@@ -261,10 +263,21 @@ def rubric_from_rows(
     for pos, i in enumerate(position):  # as rubric_from_dict names criteria with a bad id
         row_of_id.setdefault(f"criterion-{pos}", i)
     first_of_id = {d["id"]: d for d in reversed(crit_dicts) if d["id"]}
-    # A criterion's levels are not in the tables: each keeps its own, by id.
-    for c in rubric_to_dict(base)["criteria"]:
-        if c.get("levels") and c["id"] in first_of_id:
-            first_of_id[c["id"]]["levels"] = c["levels"]
+    # Levels: from the levels table when given, else each criterion keeps its own, by id.
+    level_rows_of: dict[str, list[int]] = {}
+    if level_rows is None:
+        for c in rubric_to_dict(base)["criteria"]:
+            if c.get("levels") and c["id"] in first_of_id:
+                first_of_id[c["id"]]["levels"] = c["levels"]
+    else:
+        levels, level_rows_of = levels_from_rows(
+            level_rows, lambda rows, f, msg, label: out.add("levels", rows, f, msg, label))
+        for cid, lv in levels.items():
+            if cid in first_of_id:
+                first_of_id[cid]["levels"] = lv
+            else:
+                out.add("levels", level_rows_of[cid], "criterion",
+                        f"no criterion {cid!r} in the criteria table", cid)
     check_rows_of: dict[str, list[int]] = {}
     for i, row in enumerate(check_rows):
         cid = _text(row.get("criterion")).strip()
@@ -292,8 +305,9 @@ def rubric_from_rows(
                                                     rubric.lowest_version()))
     except RubricError as exc:
         for problem in exc.problems:
-            _map(problem, position, row_of_id, check_rows_of,
-                 [_text(row.get("id")).strip() for row in criteria_rows], out)
+            if not _map_level(problem, level_rows_of, out):
+                _map(problem, position, row_of_id, check_rows_of,
+                     [_text(row.get("id")).strip() for row in criteria_rows], out)
     errors = [p for p in out.problems if not p.warning]
     return EditResult(None if errors else rubric, tuple(out.problems), point_sum, total)
 
@@ -312,6 +326,23 @@ _AT_CRITERION = re.compile(r"^criterion '([^']*)': (.*)$", re.S)
 _CHECK_FIELD = (("weight", "weight"), ("check type", "type"), ("needs `", "target"))
 _CRITERION_FIELD = (("id ", "id"), ("duplicate id", "id"), ("kind", "kind"),
                     ("points", "points"), ("title", "title"))
+
+
+_AT_LEVEL = re.compile(r"^criterion '([^']*)' level (\d+)(?: when (\d+))?(?:\.(\w+))?: (.*)$",
+                       re.S)
+
+
+def _map_level(problem: str, level_rows_of: dict[str, list[int]], out: _Collector) -> bool:
+    """A problem of a level (its credit, says, or one of its checks), on its row."""
+    m = _AT_LEVEL.match(problem)
+    if m is None:
+        return False
+    cid, n, when, sub, message = m[1], int(m[2]), m[3], m[4], m[5]
+    rows = level_rows_of.get(cid, [])[n - 1:n]
+    field = "when" if when else (sub if sub in ("credit", "says") else "credit"
+                                 if "credit" in message else "when")
+    out.add("levels", rows, field, f"check {when}: {message}" if when else message, cid)
+    return True
 
 
 def _field(message: str, table: tuple[tuple[str, str], ...], default: str) -> str:
@@ -338,7 +369,8 @@ def _map(problem: str, position: list[int], row_of_id: dict[str, int],
             rows = [row_of_id[cid]] if cid in row_of_id else []
             label = labels[rows[0]] if rows else cid
             if "list of checks" in message:
-                message = "has no checks: add rows for it in the checks table"
+                message = ("has no checks: add rows for it in the checks table (or levels in "
+                           "the levels table)")
             out.add("criteria", rows, _field(message, _CRITERION_FIELD, ""), message, label)
     elif "criteria" in problem and "total_points" not in problem:
         out.add("criteria", [], "", problem)
