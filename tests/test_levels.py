@@ -62,8 +62,8 @@ def nb(cells: list, name: str = "sub.ipynb"):
     return load_notebook(nbformat.writes(node).encode(), name)
 
 
-def grade_l1(cells: list):
-    template = nb(TEMPLATE, "template.ipynb")
+def grade_l1(cells: list, given: list | None = None):
+    template = nb(TEMPLATE if given is None else given, "template.ipynb")
     sub = nb(cells)
     actx = AssignmentContext(Assignment("demo", None, RUBRIC, None, None, None),  # type: ignore[arg-type]
                              template, template, None)
@@ -80,6 +80,9 @@ def code(source: str, *, count: int | None = 1, printed: str = "", error: str = 
     if error:
         cell.outputs = [new_output("error", ename="ValueError", evalue=error, traceback=[])]
     return cell
+
+
+SETUP = "import pandas as pd\norders = pd.DataFrame({'date': ['2024-01-02']})\nx = 1"
 
 
 def submission(dates: str, answer: str = "", *, ran: bool = True, noted: bool = True):
@@ -177,8 +180,11 @@ def test_the_letter_names_the_level_the_points_and_the_missing_key_points():
     sub = nb(submission(two))
     report = build_report(RUBRIC, sub.name, sub.sha256, "demo", {"L1": l1})
     text = letter_markdown(build_letter(report, RUBRIC, sub))
-    assert "Parses the dates one format at a time (85% of this part's points)" in text
-    assert "A complete answer also covers: says how revenue moved" in text
+    assert ("Your approach earns 85% of this part's points: Parses the dates one format at "
+            "a time.") in text
+    assert "For full credit: Parses every date format." in text
+    assert "Key points a complete answer also makes: says how revenue moved" in text
+    assert "None of your code cells had been run when you submitted." in text
     assert "Restart the kernel and run all cells" in text
 
 
@@ -237,3 +243,22 @@ def test_a_judging_model_may_credit_key_points_in_other_words_and_is_reviewed():
     denied = _judged(said, [])
     assert denied.points <= 6 * 0.5
     assert any("misses names the leading region" in r for r in denied.review_reasons)
+
+
+HEADED = [*TEMPLATE[:2], new_markdown_cell("## Part 3: Your observations"), TEMPLATE[2]]
+ANSWER = "The West leads and revenue grew to 1523.40 over the months we looked at."
+
+
+@pytest.mark.parametrize("where", ["markdown below", "comments in the cell"])
+def test_a_code_cell_that_asks_wins_over_a_heading_that_names_the_question(where):
+    # the heading holds the question's words; the code cell's line starts with them
+    cells = [c.copy() for c in HEADED]
+    cells[1] = code(SETUP, printed="West revenue 1,523.40\n")
+    if where == "markdown below":
+        cells.append(new_markdown_cell(ANSWER))
+    else:  # typed as comments under the question, in the template's code cell
+        cells[3] = new_code_cell(f"{TEMPLATE[2].source}\n# {ANSWER}")
+    l1, _ = grade_l1(cells, HEADED)
+    q1 = next(c for c in l1.checks if c.check == "answer")
+    assert q1.message.startswith("answered with 15 words")
+    assert "key points 3 of 3" in q1.message

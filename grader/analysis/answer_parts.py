@@ -164,16 +164,37 @@ class Questions:
                              for line in o.cell.source.splitlines())), mentioned)
 
     def _cell_of(self, key: str) -> int | None:
-        """The first markdown or raw cell that holds the question, else the first code
-        cell whose prose does."""
+        """The cell that asks the question: one whose line the question's text leads
+        (a markdown or raw cell first, then a code cell's prose: "**YOUR OBSERVATIONS:**"
+        typed into an R cell), else the first markdown or raw cell that holds the text
+        (a heading "Part 3: Your observations"), else the first code cell whose prose does."""
         if not key:
             return None
-        text = next((i for i, o in enumerate(self.origins)
-                     if o.cell.kind != "code" and asks(o, key)), None)
-        return text if text is not None else next(
-            (i for i, o in enumerate(self.origins) if o.cell.kind == "code" and asks(o, key)
-             and find_text(normalise_markdown(" ".join(line.text for line in self.lines(i))),
-                           key) >= 0), None)
+
+        def prose(i: int) -> list[str]:
+            return [normalise_markdown(line.text) for line in self.lines(i)]
+
+        def text_cells() -> list[int]:
+            return [i for i, o in enumerate(self.origins)
+                    if o.cell.kind != "code" and asks(o, key)]
+
+        def code_cells() -> list[int]:
+            return [i for i, o in enumerate(self.origins) if o.cell.kind == "code"
+                    and asks(o, key)]
+
+        def leads(lines: list[str]) -> bool:
+            return any(find_text(line, key) == 0 for line in lines)
+
+        texts, codes = text_cells(), code_cells()
+        for i in texts:
+            if leads([normalise_markdown(x) for x in self.origins[i].cell.source.splitlines()]):
+                return i
+        for i in codes:
+            if leads(prose(i)):
+                return i
+        if texts:
+            return texts[0]
+        return next((i for i in codes if find_text(" ".join(prose(i)), key) >= 0), None)
 
     def _line_of(self, key: str, cell: int | None) -> str | None:
         if cell is None:

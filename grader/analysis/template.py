@@ -161,12 +161,16 @@ def match_template(
                 origins.append(CellOrigin(cell, "student", text_lines(cell.source)))
             continue
         prose = prose_cell(cell.source, lang, given)
+        if prose:  # text in a code cell, compared as text: comments typed under it count
+            tmpl = tmpl_md.get(normalise_markdown(cell.source))
+            if tmpl is not None:
+                origins.append(CellOrigin(cell, "template", template_cell=tmpl, prose=True))
+            else:  # the student's lines, as in markdown
+                origins.append(CellOrigin(cell, "student", text_lines(cell.source), prose=True))
+            continue
         exact = tmpl_code_exact.get(normalise_code(cell.source, lang))
         if exact is not None:
-            origins.append(CellOrigin(cell, "template", template_cell=exact, prose=prose))
-            continue
-        if prose:  # text typed into a code cell: the student's lines, as in markdown
-            origins.append(CellOrigin(cell, "student", text_lines(cell.source), prose=True))
+            origins.append(CellOrigin(cell, "template", template_cell=exact))
             continue
         norms = _code_lines(cell.source, lang)
         own = frozenset(

@@ -185,7 +185,7 @@ def _section(report: GradeReport, crit: CriterionResult, rubric: Rubric | None,
                            and not getattr(ch, "hidden", False) for n in missing_names(ch))
     readings: list[Reading] = [
         read_check(ch, Context(places, specs.get((ch.check, ch.target)), task, evidence,
-                               unassigned))
+                               unassigned, spec_crit.levels if spec_crit else ()))
         for ch in crit.checks]
     complete = crit.points >= crit.max_points and not any(r.unchecked for r in readings)
     score = (f"{format_points(crit.points, decimals, crit.max_points)} / "

@@ -169,5 +169,5 @@ def _answer(ch: CheckResult, ctx: Context) -> Reading:
                                   f"at least {want}."))
         out.steps.append(phrase(f"Develop your answer to at least {want} words: explain your "
                                 "reasoning and point to specific results of your work."))
-    answer_extras(ch, out)
+    answer_extras(ch, out, ctx)
     return out

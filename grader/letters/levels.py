@@ -14,30 +14,54 @@ from .reading import Context, Reading
 from .text import Code, Quote, cut, phrase, plural
 
 
+def _sentence(text: str) -> str:
+    text = cut(" ".join(text.split()), 200).rstrip(".")
+    return f"{text}." if text else ""
+
+
+def _full_credit(ctx: Context) -> str:
+    """The rubric's sentence for full credit ("" when its first level gives less)."""
+    top = next(iter(ctx.levels), None)
+    return _sentence(top.says) if top is not None and top.credit >= 1 else ""
+
+
 def read_level(ch: CheckResult, ctx: Context) -> Reading:
+    full = _full_credit(ctx)
     if ch.target == "no level":
-        return Reading(missing=[phrase("Your work on this part does not yet take any of the "
-                                       "approaches the rubric gives credit for.")])
-    says = cut(ch.message, 200)
+        out = Reading(missing=[phrase("Your work on this part does not yet meet any of the "
+                                      "levels the rubric gives credit for.")])
+        if full:
+            out.steps.append(phrase(f"For full credit: {full}"))
+        return out
+    says = _sentence(ch.message)
     if ch.score >= 1:
-        return Reading(done=[phrase(says if says.endswith(".") else f"{says}.")])
-    return Reading(done=[phrase(f"Your approach: {says.rstrip('.')} ({ch.score:.0%} of this "
-                                "part's points).")],
-                   steps=[phrase("Ask your instructor which approach earns full credit for "
-                                 "this part, and compare it with yours.")])
+        return Reading(done=[phrase(says)])
+    out = Reading(done=[phrase(f"Your approach earns {ch.score:.0%} of this part's points: "
+                               f"{says}")])
+    if full:
+        out.steps.append(phrase(f"For full credit: {full}"))
+    return out
 
 
-def answer_extras(ch: CheckResult, out: Reading) -> None:
-    """The key points an answer mentions and misses, and the level it reached."""
+def answer_extras(ch: CheckResult, out: Reading, ctx: Context) -> None:
+    """The key points an answer makes and misses, and the level it reached."""
     if m := re.search(r"\(mentions: ([^)]*)\)", ch.message):
-        out.done.append(phrase(f"Your answer covers: {m.group(1)}."))
+        out.done.append(phrase(f"Key points your answer makes: {m.group(1)}."))
     if m := re.search(r"\(missing: ([^)]*)\)", ch.message):
-        out.missing.append(phrase(f"A complete answer also covers: {m.group(1)}."))
-        out.steps.append(phrase("Add what your answer leaves out, with the results of your "
-                                "own work as examples."))
+        missing = [p.strip() for p in m.group(1).split(";")]
+        out.missing.append(phrase(f"Key points a complete answer also makes: {m.group(1)}."))
+        cited = {kp.point for kp in (ctx.spec.key_points if ctx.spec is not None else ())
+                 if kp.computed}
+        if cited & set(missing):
+            out.steps.append(phrase("A number you cite counts when it appears in your "
+                                    "notebook's outputs: run your code before you submit, "
+                                    "and quote the results it printed."))
+        else:
+            out.steps.append(phrase("Add what your answer leaves out, with the results of "
+                                    "your own work as examples."))
     if (m := re.search(r"; level (\d+)%(?:: (.*))?$", ch.message)) and int(m.group(1)) < 100:
-        says = f" ({m.group(2)})" if m.group(2) else ""
-        out.missing.append(phrase(f"This answer earns {m.group(1)}% of its points{says}."))
+        says = f": {_sentence(m.group(2))}" if m.group(2) else "."
+        out.missing.append(phrase(f"This answer earns {m.group(1)}% of its points{says}"))
     if "no level of the rubric is met" in ch.message:
         out.missing.append(phrase("This answer does not yet meet what the rubric asks of it."))
 
@@ -62,13 +86,18 @@ def read_documented(ch: CheckResult, ctx: Context) -> Reading:
     if m is None:
         return Reading(missing=[phrase("There is no code of your own to document yet.")])
     n, total = int(m.group(1)), int(m.group(2))
+    asked = re.search(r"\((\d+)% asked", ch.message)
+    need = f"; this part asks for at least {asked.group(1)}% of them" if asked else ""
     cells = [c for c in dict.fromkeys(ctx.places.cell(ev.cell_id) for ev in ch.evidence) if c]
-    where = f" (for example {' and '.join(cells[:3])})" if cells else ""
-    return Reading(
-        missing=[phrase(f"{n} of your {plural(total, 'code cell')} carry a comment or note of "
-                        f"your own{where}.")],
+    has = "None" if n == 0 else f"{n}"
+    out = Reading(
+        missing=[phrase(f"{has} of your {plural(total, 'code cell')} carry a comment or note "
+                        f"of your own{need}.")],
         steps=[phrase("Say in a comment what each step of your code does and why, or write "
                       "a short note in a text cell above it.")])
+    if cells:
+        out.missing.append(phrase(f"Without one: {' and '.join(cells[:4])}."))
+    return out
 
 
 def read_ran(ch: CheckResult, ctx: Context) -> Reading:
@@ -78,9 +107,12 @@ def read_ran(ch: CheckResult, ctx: Context) -> Reading:
     m = re.match(r"(\d+) of (\d+) cells", ch.message)
     if m is None:
         return Reading(missing=[phrase("There is no code of your own in the notebook yet.")])
-    out = Reading(missing=[phrase(f"When you submitted, {m.group(1)} of your "
-                                  f"{plural(int(m.group(2)), 'code cell')} had run without an "
-                                  "error.")],
+    good, total = int(m.group(1)), int(m.group(2))
+    never = "never run: " in ch.message and "failed when" not in ch.message and good == 0
+    said = ("None of your code cells had been run when you submitted." if never else
+            f"When you submitted, {good} of your {plural(total, 'code cell')} had run without "
+            "an error.")
+    out = Reading(missing=[phrase(said)],
                   steps=[phrase("Restart the kernel and run all cells before you submit, so "
                                 "that every result shows in your notebook.")])
     for ev in ch.evidence:

@@ -6,6 +6,7 @@ Shared by the readers of ``grader.letters.checks`` and ``grader.letters.outputs`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..rubrics.checks import Check
 from ..types import Evidence
@@ -34,6 +35,7 @@ class Context:
     task: str = ""
     evidence: tuple[Evidence, ...] = ()  # the criterion's own (to locate assignments)
     unassigned: frozenset[str] = frozenset()  # names its assigns checks found missing
+    levels: tuple[Any, ...] = ()  # the criterion's levels (grader.rubrics.levels.Level)
 
     def part(self) -> Phrase:
         """' under the heading “Task 3” (cell 12)', or '' when the rubric names none."""

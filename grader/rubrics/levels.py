@@ -273,7 +273,7 @@ def new_field_problems(ch: Any, where: str) -> list[str]:
 
 
 # -- key points in an answer's text --------------------------------------------------
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.?\d)")
 
 
 def numbers_in(text: str) -> list[float]:

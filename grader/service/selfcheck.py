@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
+from ..analysis.template import match_template
 from ..assignment import Assignment, data_problems
 from ..errors import RubricError
 from ..layers.base import AssignmentContext, GradeOptions
@@ -195,7 +196,10 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
     template = grader.grade(GradeInput(assignment.template.name,
                                        assignment.template.read_bytes()))
     run: ExecutionResult | None = grader.context.cache.get("solution_run")
-    problems = list(problems_of_run(run)) if run is not None else []
+    ctx = grader.context
+    prose = {o.cell.index for o in match_template(
+        ctx.template, ctx.solution, assignment.rubric.all_placeholders).origins if o.prose}
+    problems = list(problems_of_run(run, prose)) if run is not None else []
     provided = {p.name.lower() for p in assignment.data_files()}
     reported = {p.name.lower() for p in problems if p.kind == "missing_data"}
     for path in _named_data_files(grader.context.solution.cells):
@@ -291,11 +295,14 @@ class SelfChecks:
         return SelfCheck.from_dict(json.loads(done.stdout))
 
 
-def problems_of_run(run: ExecutionResult) -> list[SolutionProblem]:
-    """The solution's failing cells, each said by what it means for the instructor."""
+def problems_of_run(run: ExecutionResult, prose: set[int] | frozenset[int] = frozenset()
+                    ) -> list[SolutionProblem]:
+    """The solution's failing cells, each said by what it means for the instructor.
+    ``prose``: the indexes of code cells that hold only prose (an answer typed into the
+    template's code cell): they cannot run, and are no problem."""
     out = []
     for cell in run.cells:
-        if cell.ok or not cell.error:
+        if cell.ok or not cell.error or cell.index in prose:
             continue
         error = cell.error.splitlines()[0][:300]
         where = f"Cell {cell.index + 1} of the solution"
