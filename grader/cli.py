@@ -48,7 +48,7 @@ from typing import Any
 from inference import DisaggregatedClient, load_config
 
 from .assignment import load_assignment
-from .errors import GraderError, GradingStopped, RubricError
+from .errors import GraderError, GradingStopped, NotebookError, RubricError
 from .exports.formats import write_exports
 from .layers.base import GradeOptions
 from .letters.pdf import FontError
@@ -58,6 +58,7 @@ from .rubrics.import_seed import import_seed_file, report_lines
 from .rubrics.schema import load_rubric, save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch, stop_on_signals
+from .service.import_fit import fit_to_folder
 from .service.imports import import_nbgrader_folder, import_otter_folder, import_otter_master
 from .service.selfcheck import SelfCheck, check_assignment
 from .service.sizing import MAX_NOTEBOOKS, batch_size, check_batch_size
@@ -262,6 +263,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     report = import_seed_file(Path(args.source), args.language)
+    if args.assignment:  # fit to the assignment's own solution
+        try:
+            report = fit_to_folder(report, Path(args.assignment))
+        except NotebookError as exc:
+            print(f"cannot fit to {args.assignment}: {exc}", file=sys.stderr)
+            return 2
     save_rubric(report.rubric, Path(args.dest))
     print(
         f"wrote {args.dest}: {len(report.rubric.criteria)} criteria, "
@@ -338,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("source")
     i.add_argument("dest")
     i.add_argument("--language", default="r", choices=["python", "r"])
+    i.add_argument("--assignment", help="a folder with template.ipynb and solution.ipynb: drop "
+                                        "what the solution does not pass, each said")
     i.set_defaults(func=cmd_import)
     n = sub.add_parser("import", help="make an assignment folder from an nbgrader source "
                                       "notebook or otter's tests")

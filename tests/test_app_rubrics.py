@@ -274,3 +274,27 @@ def test_a_version_2_rubric_is_edited_and_saved_in_the_page(app_data):
     assert edited.expected == ((1.5, 2.5, 3.5), (1.5, 2.5))
     assert (checks["printed"].evidence, checks["printed"].depends_on) == ("rerun", ())
     assert saved.schema_version == 2
+
+
+def test_levels_are_shown_edited_and_saved_in_the_page(app_data):
+    at = page("r-strings-dates")
+    at.file_uploader(key=upload_key(at)).set_value(
+        ("rubric.seed-format.json", SEED.read_bytes(), "application/json")).run()
+    assert not at.exception
+    rows = at.data_editor(key=k(at, "levels")).value
+    dates = [i for i, c in enumerate(rows["criterion"]) if c == "part4-date-operations"]
+    assert [rows["credit"][i] for i in dates][:2] == [1.0, 0.85]  # the old rules, in order
+    first = dates[0]
+    at.session_state[k(at, "levels")] = edits(edited_rows={first: {"when": "[{\"type\": "}})
+    at.run()
+    assert not at.exception
+    assert any("not a JSON list of checks" in e.value for e in at.error)
+    assert at.button(key="rubrics_save").disabled
+    at.session_state[k(at, "levels")] = edits(edited_rows={first: {"credit": 0.95}})
+    at.run()
+    assert not at.exception
+    assert not at.error
+    at.button(key="rubrics_save").click().run()
+    assert not at.exception
+    saved = in_force(app_data, "r-strings-dates").criterion("part4-date-operations")
+    assert [lv.credit for lv in saved.levels][:2] == [0.95, 0.85]

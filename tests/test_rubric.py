@@ -228,8 +228,9 @@ def test_seed_rubric_imports_to_a_valid_rubric():
     assert [c.points for c in written] == [2, 2, 2, 2, 1, 1]
     assert written[0].checks[0].question == "8.1"
     assert written[0].checks[0].min_words == 50
-    assert any(r.source.startswith("partial_credit_rules") for r in report.not_carried)
-    assert any(d.startswith("regex partial credit for Part 4") for d in report.dropped)
+    dates = r.criterion("part4-date-operations")  # its partial-credit rules, as levels
+    assert [lv.credit for lv in dates.levels] == [1.0, 0.85, 0.7, 0.7, 0.4]
+    assert any(r.source == "partial_credit_rules.part4_date_operations" for r in report.carried)
     assert loads(dumps(r)) == r
 
 

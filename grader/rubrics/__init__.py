@@ -3,9 +3,11 @@
 ``schema`` is the rubric format (docs/rubric-format.md): dataclasses, validation that
 reports every problem at once naming the file, canonical JSON and the version hash;
 ``edit`` and ``check_text`` are the editor's tables and the text of a check's target and
-options; ``import_seed`` and ``import_items`` import the old system's rubric files and
-say, item by item, what became of each; ``import_nbgrader`` and ``import_otter`` read
-nbgrader source notebooks and otter's OK-format tests the same way.
+options; ``import_seed`` imports the old system's rubric files (``import_formats`` and
+``import_draft`` the shapes without autograder sections, ``import_prose`` their words as
+checks, ``import_credit`` partial-credit rules as levels) and ``import_items`` and
+``import_notes`` say, item by item, what became of each; ``import_nbgrader`` and
+``import_otter`` read nbgrader source notebooks and otter's OK-format tests the same way.
 
 May import: errors, types, pyast.
 """

@@ -18,16 +18,17 @@ from typing import Any
 from .checks import alternatives
 from .schema import Criterion, Rubric
 
-__all__ = ["ImportReport", "ImportRow", "criterion_id", "describe", "other_rows",
-           "report_lines", "section_extra_row", "table_rows", "words"]
+__all__ = ["OVERRIDE", "RUBRICS_PAGE", "RUNS_TODO", "TEMPLATE_TODO", "ImportReport", "ImportRow",
+           "criterion_id", "describe", "other_rows", "penalty_todo", "report_lines",
+           "section_extra_row", "table_rows", "top_rows", "words"]
 
 RUBRICS_PAGE = "on the Rubrics page"
 _ID = re.compile(r"[^a-z0-9_-]+")
 OVERRIDE = "where a student's work deserves other credit, override the criterion in Review"
-_RUNS = ("Not needed: the grader runs every notebook itself, so a cell the student left "
+RUNS_TODO = ("Not needed: the grader runs every notebook itself, so a cell the student left "
          "unrun costs nothing and hides nothing. To take points when cells fail, add a "
          f"criterion with a runs check {RUBRICS_PAGE}.")
-_TEMPLATE = ("Nothing to do: code copied from the template earns nothing here, so an "
+TEMPLATE_TODO = ("Nothing to do: code copied from the template earns nothing here, so an "
              "unfilled template scores 0 on the code checks.")
 
 
@@ -88,7 +89,7 @@ class ImportReport:
         rows = tuple(dataclasses.replace(
             r, imported_as=f"title {title!r} ({why}; the old title {old!r} is not used), "
             f"total {self.rubric.total_points:g} points")
-            if r.source == "assignment_info" else r for r in self.rows)
+            if r.imported_as.startswith("title ") else r for r in self.rows)
         return ImportReport(dataclasses.replace(self.rubric, title=title), rows, self.origin)
 
 
@@ -190,15 +191,15 @@ def section_extra_row(key: str, extra: str, value: Any, c: Criterion) -> ImportR
 
 
 # -- the rest of the file --------------------------------------------------------------------
-def _penalty_todo(key: str, text: str) -> str:
+def penalty_todo(key: str, text: str) -> str:
     said = f"{key} {text}".lower()
     if "template" in said:
-        return _TEMPLATE
+        return TEMPLATE_TODO
     if "syntax" in said or "error" in said:
         return (f"Not applied: add a criterion with a runs check {RUBRICS_PAGE}; it scores "
                 "the share of the student's cells that ran without errors.")
     if any(w in said for w in ("unexecuted", "output", "executed", "run")):
-        return _RUNS
+        return RUNS_TODO
     if "pipe" in said or "%>%" in said:
         return ("Not checked: the checks read variable names and function calls, not "
                 f"operators. Look at the style in Review; {OVERRIDE}.")
@@ -220,7 +221,7 @@ def _same(name: str) -> str:
 
 
 def _verification(where: str, sec_key: str, sec: dict[str, Any],
-                  by_part: dict[str, Criterion]) -> list[ImportRow]:
+                  by_part: dict[str, Criterion], credit: set[str]) -> list[ImportRow]:
     part = _part(sec_key)
     c = by_part.get(part)
     tasks = sec.get("subtasks") if isinstance(sec.get("subtasks"), dict) else {}
@@ -250,6 +251,7 @@ def _verification(where: str, sec_key: str, sec: dict[str, Any],
             todo += (f" To compare values with the solution's, add an output check of "
                      f"{_variables(c)[0]} to it.")
     rows = [ImportRow(item, f"{where}.{sec_key}", False, "", todo)]
+    levels = bool(part) and part in credit
     for tkey, task in tasks.items():
         if isinstance(task, dict) and isinstance(task.get("grading"), dict):
             label = words(re.sub(r"_(\d+)_(\d+)_.*", r" \1.\2", tkey))
@@ -257,12 +259,44 @@ def _verification(where: str, sec_key: str, sec: dict[str, Any],
                 f"partial credit, {label} ({task.get('description', '')}): "
                 f"{_value(task['grading'])}",
                 f"{where}.{sec_key}.subtasks.{tkey}.grading", False, "", _credit_todo(c)))
+        rows += _accepted_rows(f"{where}.{sec_key}.subtasks.{tkey}", tkey, task, c, levels)
+    return rows
+
+
+def _accepted_rows(where: str, tkey: str, task: Any, c: Criterion | None,
+                   levels: bool) -> list[ImportRow]:
+    """A task's accepted alternatives: functions, approaches, column names."""
+    if not isinstance(task, dict) or c is None:
+        return []
+    label = words(re.sub(r"_(\d+)_(\d+)_.*", r" \1.\2", tkey))
+    rows = []
+    if isinstance(task.get("accepts_functions"), list):
+        said = f"{label}: accepted functions {_value(task['accepts_functions'])}"
+        grouped = any(len(set(alternatives(e)) & set(task["accepts_functions"])) > 1
+                      for ch in c.checks for e in ch.functions)
+        rows.append(ImportRow(said, f"{where}.accepts_functions", True,
+                              f"one any-of entry of {c.id}'s calls check") if grouped else
+                    ImportRow(said, f"{where}.accepts_functions", False, "",
+                              f"Nothing to do: {c.id} asks none of them by name."))
+    if isinstance(task.get("accepts_approaches"), list):
+        rows.append(ImportRow(
+            f"{label}: accepted approaches {_value(task['accepts_approaches'])}",
+            f"{where}.accepts_approaches", levels,
+            f"the levels of {c.id} (its partial-credit rules) give each its credit"
+            if levels else "", "" if levels else
+            f"Nothing to do: {c.id} reads names and calls, so any approach passes it."))
+    if isinstance(task.get("accepts"), list):
+        rows.append(ImportRow(f"{label}: accepted column names {_value(task['accepts'])}",
+                              f"{where}.accepts", False, "", "Nothing to do: the imported "
+                              "checks do not read column names."))
     return rows
 
 
 def _elements(data: dict[str, Any], total: float, questions_carried: bool,
               by_part: dict[str, Criterion]) -> list[ImportRow]:
     rows: list[ImportRow] = []
+    rules = data.get("partial_credit_rules")
+    credit = {_part(k) for k in rules} if isinstance(rules, dict) else set()
     for key, el in (data.get("rubric_elements") or {}).items():
         if not isinstance(el, dict):
             continue
@@ -284,13 +318,14 @@ def _elements(data: dict[str, Any], total: float, questions_carried: bool,
         if isinstance(req, dict):
             rows.append(ImportRow(
                 f"penalty: {_first_lower(req.get('penalty') or req.get('description', ''))}",
-                f"{where}.execution_requirements", False, "", _RUNS))
+                f"{where}.execution_requirements", False, "", RUNS_TODO))
         for dkey, text in (el.get("deductions") or {}).items():
             rows.append(ImportRow(f"penalty: {_first_lower(text)}", f"{where}.deductions.{dkey}",
-                                  False, "", _penalty_todo(dkey, str(text))))
+                                  False, "", penalty_todo(dkey, str(text))))
         for skey, sec in (el.get("required_sections") or {}).items():
             if isinstance(sec, dict):
-                rows.extend(_verification(f"{where}.required_sections", skey, sec, by_part))
+                rows.extend(_verification(f"{where}.required_sections", skey, sec, by_part,
+                                          credit))
     return rows
 
 
@@ -319,12 +354,8 @@ def _checks_rows(checks: dict[str, Any], criteria: list[Criterion]) -> list[Impo
     return rows
 
 
-_KNOWN = {"assignment_info", "autograder_checks", "rubric_elements", "strict_scoring_rules",
-          "strict_scoring_enabled", "partial_credit_rules", "common_issues_and_solutions",
-          "grading_guidelines", "data_structure"}
-
-
-def _top_rows(data: dict[str, Any], by_section: dict[str, Criterion]) -> list[ImportRow]:
+def top_rows(data: dict[str, Any]) -> list[ImportRow]:
+    """Rows of the strict-scoring switches, the common issues and the data notes."""
     rows = []
     rules = data.get("strict_scoring_rules")
     if isinstance(rules, dict):
@@ -337,15 +368,6 @@ def _top_rows(data: dict[str, Any], by_section: dict[str, Criterion]) -> list[Im
             "Not applied as rules; the same ends are met: template code earns nothing, the "
             "grader runs every notebook itself, and output checks compare values with the "
             f"solution's. Add output checks {RUBRICS_PAGE} where values matter."))
-    for key, rule_set in (data.get("partial_credit_rules") or {}).items():
-        if not isinstance(rule_set, dict):
-            continue
-        c = by_section.get(key)
-        said = [f"{r.get('explanation', words(k))} ({float(r.get('multiplier', 1)):.0%})"
-                for k, r in rule_set.items() if isinstance(r, dict)]
-        rows.append(ImportRow(
-            f"regex partial credit for {c.title if c else words(key)}: {_listing(said)}",
-            f"partial_credit_rules.{key}", False, "", _credit_todo(c)))
     issues = data.get("common_issues_and_solutions")
     if isinstance(issues, dict):
         named = [str(v.get("problem", words(k))) if isinstance(v, dict) else words(k)
@@ -354,30 +376,18 @@ def _top_rows(data: dict[str, Any], by_section: dict[str, Criterion]) -> list[Im
             f"{len(issues)} common issues and their solutions: {_listing(named)}",
             "common_issues_and_solutions", False, "",
             f"Nothing to import: notes for you when reviewing; {OVERRIDE}."))
-    if "grading_guidelines" in data:
-        rows.append(ImportRow(
-            "grading guidelines (full, partial and zero credit)", "grading_guidelines", False,
-            "", "Not scored automatically. Zero for template-only work already holds "
-            f"(template code earns nothing); for partial credit, {OVERRIDE}."))
     if "data_structure" in data:
         rows.append(ImportRow(
             "notes on the data (columns, expected rows)", "data_structure", False, "",
             "Nothing to do: the solution runs on the data files you upload, and its results "
             "are the reference."))
-    for key in data:
-        if key not in _KNOWN:
-            rows.append(ImportRow(
-                words(key), key, False, "", "Not imported (the importer does not know this "
-                f"field): if it changes scores, adjust the criteria {RUBRICS_PAGE}; {OVERRIDE}."))
     return rows
 
 
 def other_rows(data: dict[str, Any], total: float, criteria: list[Criterion],
                by_section: dict[str, Criterion], questions_carried: bool) -> list[ImportRow]:
-    """The rows of everything besides ``autograder_checks.sections``: the other
-    autograder checks, the rubric elements (penalties, regex verifications, partial
-    credit) and the file's other top-level items."""
+    """The rows of the other autograder checks and of the rubric elements (penalties,
+    regex verifications) of a file with ``autograder_checks.sections``."""
     by_part = {_part(k): c for k, c in by_section.items() if _part(k)}
     checks = data.get("autograder_checks") or {}
-    return (_checks_rows(checks, criteria) + _elements(data, total, questions_carried, by_part)
-            + _top_rows(data, by_section))
+    return _checks_rows(checks, criteria) + _elements(data, total, questions_carried, by_part)

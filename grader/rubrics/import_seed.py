@@ -1,12 +1,16 @@
 """Import the old system's rubric files into our schema.
 
-Instructors have dozens of rubrics in the old grader's format (example:
-../shared/course-r/strings-dates/rubric.seed-format.json). What carries over:
+Instructors have dozens of rubrics in the old grader's formats (examples:
+../shared/course-r/old-rubrics). ``import_seed_rubric`` is the one entry point: it names
+the file's shape (``import_formats.detect``) and reads it; a file that is not a rubric at
+all (not a JSON object, or no category with points) is a RubricError naming the file.
+Files with ``autograder_checks.sections`` are read here:
 
-- each ``autograder_checks.sections`` entry becomes a code criterion with its
-  points, an ``assigns`` check of its ``variables`` and a ``calls`` check of its
-  ``functions`` (equal weights; one check when only one list is present; a
-  ``runs`` check when neither is);
+- each section becomes a code criterion with its points, an ``assigns`` check of its
+  ``variables`` and a ``calls`` check of its ``functions`` (equal weights; one check
+  when only one list is present; a ``runs`` check when neither is); functions a task of
+  the same part accepts in each other's place (``accepts_functions``) are one any-of
+  entry, and each lubridate parser accepts its variants with a time (mdy: mdy_hm);
 - a section with ``check_type = "markdown"`` (the reflection questions) becomes
   one written criterion per question listed under
   ``rubric_elements.*.questions`` with their own points and descriptions, or,
@@ -14,12 +18,15 @@ Instructors have dozens of rubrics in the old grader's format (example:
 - ``min_words_per_question`` becomes each answer's ``min_words``;
 - ``assignment_info``'s title and total points.
 
-What does not carry over: regex "verification" strings and regex partial-credit
-rules (the old system's pattern matching over the whole notebook, which scored an
-empty template at 67%), penalties and deductions, strict-scoring switches, prose
-guidelines and notes. The ``ImportReport`` has one row per item of the old file
-(grader/rubrics/import_items.py): what it became, or what the instructor can do
-instead; ``ImportReport.dropped`` is the not-carried rows, one line each.
+The other shapes are read by ``import_formats``. In every shape ``partial_credit_rules``
+become the named section's ``levels`` (``import_credit``) and ``grading_guidelines`` one
+row each. What does not carry over: regex "verification" strings of files that have
+sections (the old system's pattern matching over the whole notebook, which scored an
+empty template at 67%), penalties and deductions, strict-scoring switches, rating scales,
+prose notes. The ``ImportReport`` has one row per item of the old file
+(``import_items``, ``import_notes``): what it became, or what the instructor can do
+instead; ``ImportReport.dropped`` is the not-carried rows, one line each. Fitting the
+import to the assignment's own solution is ``grader.service.import_fit``'s.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
-from .checks import Check
+from .checks import Check, alternatives
+from .import_credit import apply_credit, guideline_rows
+from .import_formats import detect, import_elements, number
 from .import_items import (
     RUBRICS_PAGE,
     ImportReport,
@@ -41,7 +50,9 @@ from .import_items import (
     report_lines,
     section_extra_row,
 )
-from .schema import Criterion, Rubric, rubric_from_dict, rubric_to_dict
+from .import_notes import file_rows
+from .import_prose import accepted_group
+from .schema import SCHEMA_VERSION, Criterion, Rubric, rubric_from_dict, rubric_to_dict
 
 __all__ = ["ImportReport", "ImportRow", "import_seed_file", "import_seed_rubric",
            "report_lines"]
@@ -88,7 +99,8 @@ def _sections(data: dict[str, Any], sections: dict[str, Any]) -> _Sections:
             continue
         checks = []
         variables = [v for v in sec.get("variables", []) if isinstance(v, str)]
-        functions = [f for f in sec.get("functions", []) if isinstance(f, str)]
+        functions = _accepted(data, key, [f for f in sec.get("functions", [])
+                                          if isinstance(f, str)])
         parts = [p for p in (("assigns", variables), ("calls", functions)) if p[1]]
         for ctype, names in parts:
             field_name = "names" if ctype == "assigns" else "functions"
@@ -139,25 +151,82 @@ def _written(data: dict[str, Any], key: str, title: str, points: float,
     return [c], ImportRow(item, where, True, describe(c), todo)
 
 
+def _accepted(data: dict[str, Any], key: str, functions: list[str]) -> list[str]:
+    """A section's functions with the alternatives the old file accepts as one any-of
+    entry (a task's ``accepts_functions``: ymd, mdy, dmy or parse_date_time), each
+    lubridate parser with its variants for a time (mdy -> mdy_hm)."""
+    part = re.match(r"part_?(\d+)", key)
+    accepts: list[list[str]] = []
+    for el in (data.get("rubric_elements") or {}).values():
+        for skey, sec in ((el.get("required_sections") or {}) if isinstance(el, dict)
+                          else {}).items():
+            if not (part and isinstance(sec, dict) and re.match(
+                    rf"part_?{part.group(1)}(?!\d)", skey)):
+                continue
+            for task in [sec, *(sec.get("subtasks") or {}).values()]:
+                if isinstance(task, dict) and isinstance(task.get("accepts_functions"), list):
+                    accepts.append([f for f in task["accepts_functions"] if isinstance(f, str)])
+    out: list[str] = []
+    for f in functions:
+        group = next((g for g in accepts if f in g), None)
+        entry = accepted_group(group) if group else accepted_group(alternatives(f))
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _title_row(data: dict[str, Any], title: str, total: float) -> ImportRow:
+    keys = [k for k in ("assignment_info", "assignment_name", "title", "total_points")
+            if k in data]
+    return ImportRow(f"title {title!r} and total ({total:g} points)",
+                     ", ".join(keys) or "the file's name", True,
+                     f"title {title!r}, total {total:g} points")
+
+
+def _from_sections(data: dict[str, Any], sections: dict[str, Any]
+                   ) -> tuple[str, float, list[dict[str, Any]], list[ImportRow], dict[str, str]]:
+    info = data.get("assignment_info") if isinstance(data.get("assignment_info"), dict) else {}
+    made = _sections(data, sections)
+    total = number(info.get("total_points")) or sum(c.points for c in made.criteria)
+    title = str(info.get("title") or info.get("name") or "Imported rubric")
+    rubric = Rubric(title=title, language="r", total_points=total,
+                    criteria=tuple(made.criteria))
+    rows = [*made.rows, *other_rows(data, total, made.criteria, made.by_key, made.questions)]
+    crits = rubric_to_dict(rubric)["criteria"]
+    return title, total, crits, rows, {k: c.id for k, c in made.by_key.items()}
+
+
 def import_seed_rubric(
     data: dict[str, Any], language: str = "r", source: str = "<seed rubric>"
 ) -> ImportReport:
-    info = data.get("assignment_info") or {}
-    checks = data.get("autograder_checks") or {}
-    sections = checks.get("sections") if isinstance(checks, dict) else None
-    if not isinstance(sections, dict) or not sections:
-        raise RubricError(source, ["no autograder_checks.sections: not an old-system rubric"])
-    made = _sections(data, sections)
-    total = float(info.get("total_points") or sum(c.points for c in made.criteria))
-    title = str(info.get("title") or info.get("name") or "Imported rubric")
-    rubric = Rubric(title=title, language=language, total_points=total,
-                    criteria=tuple(made.criteria))
-    rows = [ImportRow(f"title {title!r} and total ({total:g} points)", "assignment_info",
-                      True, f"title {title!r}, total {total:g} points")]
-    rows += made.rows
-    rows += other_rows(data, total, made.criteria, made.by_key, made.questions)
-    # Round-trip through the validator: the import must produce a valid rubric.
-    return ImportReport(rubric_from_dict(rubric_to_dict(rubric), source), tuple(rows))
+    """Import an old-system rubric file of any of its shapes (``import_formats.detect``);
+    a RubricError naming ``source`` when it is not a rubric at all."""
+    if not isinstance(data, dict):
+        raise RubricError(source, ["not an old-system rubric: expected a JSON object, got "
+                                   f"{type(data).__name__}"])
+    shape = detect(data)
+    if not shape:
+        raise RubricError(source, [
+            "not an old-system rubric: no category with points (expected "
+            "autograder_checks.sections, rubric_elements, components, rubric_categories, or "
+            "categories with points)"])
+    handled: set[str] = set()
+    if shape == "sections":
+        title, total, crits, rows, by_key = _from_sections(data, data["autograder_checks"][
+            "sections"])
+        handled = {"autograder_checks", "rubric_elements"}
+    else:
+        draft = import_elements(data, shape, source)
+        title, total, crits, rows, by_key = (draft.title, draft.total, draft.criteria,
+                                             draft.rows, draft.by_key)
+        if shape == "flat":
+            handled = set(by_key)
+    rows = [_title_row(data, title, total), *rows, *apply_credit(data, crits, by_key),
+            *guideline_rows(data, crits), *file_rows(data, crits, handled)]
+    rubric = {"schema_version": SCHEMA_VERSION, "title": title, "language": language,
+              "total_points": total, "criteria": crits}
+    # Through the validator: the import must produce a valid rubric.
+    return ImportReport(rubric_from_dict(rubric, source), tuple(rows))
 
 
 def import_seed_file(path: Path, language: str = "r") -> ImportReport:
@@ -165,6 +234,4 @@ def import_seed_file(path: Path, language: str = "r") -> ImportReport:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise RubricError(str(path), [f"cannot read: {exc}"]) from exc
-    if not isinstance(data, dict):
-        raise RubricError(str(path), ["not an old-system rubric (expected a JSON object)"])
     return import_seed_rubric(data, language, str(path))

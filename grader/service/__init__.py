@@ -5,8 +5,9 @@ many submissions with each report stored as soon as it is made, and resumes an
 interrupted batch; ``review`` lists stored grades, applies overrides and regrades;
 ``rescore`` previews what an edited rubric would do to the grades already given;
 ``workspace`` holds the instructor's assignments (bundled and made in the app);
-``sizing`` counts a batch's notebooks before it is graded.
+``sizing`` counts a batch's notebooks before it is graded; ``import_fit`` fits an imported
+old-system rubric to the assignment's own solution.
 
-May import: every room below it (errors, types, notebooks, rubrics, assignment, sandbox,
-layers, scoring, pipeline, store, views) and ``inference``'s public names.
+May import: every room below it (errors, types, notebooks, rubrics, assignment, analysis,
+sandbox, layers, scoring, pipeline, store, views) and ``inference``'s public names.
 """

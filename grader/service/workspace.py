@@ -36,11 +36,14 @@ from inference import data_dir
 from ..assignment import Assignment, load_assignment
 from ..errors import InputError, NotebookError, RubricError
 from ..notebooks.load import load_notebook
+from ..rubrics.import_formats import detect
 from ..rubrics.import_nbgrader import import_nbgrader, is_nbgrader
 from ..rubrics.import_otter_assign import import_otter_assign, is_otter_assign
 from ..rubrics.import_seed import ImportReport, import_seed_rubric
 from ..rubrics.schema import Rubric, dumps, loads, rubric_from_dict
 from ..store.database import RubricVersionRow, Store
+from ..types import Notebook
+from .import_fit import fit_import
 from .selfcheck import CheckState, SelfChecks
 
 log = logging.getLogger(__name__)
@@ -121,7 +124,7 @@ def short_name(title: str, taken: Collection[str] = (), limit: int = SHORT_NAME_
             break
         base = "-".join(out).strip("-_")
     if not re.search("[a-z]", base):  # "7" alone (the rest was not Latin) says little
-        base = f"{fallback}-{base}".strip("-")
+        base = f"{fallback}-{base}".strip("-")[:limit].rstrip("-_")
     name, n = base, 1
     while name in taken:
         n += 1
@@ -129,19 +132,32 @@ def short_name(title: str, taken: Collection[str] = (), limit: int = SHORT_NAME_
     return name
 
 
-def read_rubric_upload(upload: Upload, language: str) -> RubricFromUpload:
+def read_rubric_upload(upload: Upload, language: str,
+                       fit_to: tuple[Notebook, Notebook] | None = None) -> RubricFromUpload:
     """A rubric from an uploaded JSON file: ours (schema v1), or the old system's
-    format, imported (what it cannot carry is listed). Errors name the file."""
+    format, imported (what it cannot carry is listed) and, given the assignment's
+    ``(template, solution)``, fitted to its solution (``import_fit``). Errors name the
+    file."""
     try:
         data = json.loads(upload.data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RubricError(upload.name, [f"not a JSON file: {exc}"]) from exc
     if isinstance(data, dict) and "criteria" in data:
         return RubricFromUpload(rubric_from_dict(data, upload.name), imported=False)
-    if isinstance(data, dict) and ("autograder_checks" in data or "rubric_elements" in data):
-        return from_import(import_seed_rubric(data, language, upload.name))
+    if detect(data):
+        report = import_seed_rubric(data, language, upload.name)
+        return from_import(fit_import(report, *fit_to) if fit_to is not None else report)
     raise RubricError(upload.name, ["neither a rubric (no `criteria`, see docs/rubric-format.md) "
-                                    "nor an old-system rubric (no `autograder_checks`)"])
+                                    "nor an old-system rubric (no category with points)"])
+
+
+def notebooks_of(assignment: Assignment) -> tuple[Notebook, Notebook] | None:
+    """The assignment's (template, solution), to fit an imported rubric to; None when
+    either cannot be read (the import then stands as it is)."""
+    try:
+        return load_notebook(assignment.template), load_notebook(assignment.solution)
+    except (NotebookError, OSError):
+        return None
 
 
 def nbgrader_upload(upload: Upload) -> tuple[Upload, Upload, ImportReport] | None:
@@ -293,8 +309,10 @@ class Workspace:
                             "old-system rubric file to import")
         else:
             language = notebooks["solution"].language if "solution" in notebooks else "python"
+            pair = (notebooks["template"], notebooks["solution"]) \
+                if len(notebooks) == 2 else None
             try:
-                parsed = read_rubric_upload(rubric, language)
+                parsed = read_rubric_upload(rubric, language, pair)
             except RubricError as exc:
                 problems.extend(f"rubric {exc.file}: {p}" for p in exc.problems)
             if parsed is not None and parsed.report is not None:
