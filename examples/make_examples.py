@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 
 import _course_r  # noqa: E402
 import _functions  # noqa: E402
+import _levels  # noqa: E402
 import _nbtools as nbt  # noqa: E402
 import _retail_data  # noqa: E402
 import _retail_submissions as rs  # noqa: E402
@@ -82,6 +83,31 @@ def functions(folder: Path) -> None:
             nbt.write(nb, folder / "submissions" / f"{name}.ipynb")
 
 
+def levels(folder: Path) -> None:
+    log.info("py-levels")
+    _levels.write_data(folder / "data")
+    nbt.write(_levels.template(), folder / "template.ipynb")
+    solution = _levels.solution()
+    nbt.execute(solution, folder, "python3")
+    if _levels.code_errors(solution):  # the answer cell's prose errs, and only it
+        raise RuntimeError("the py-levels solution does not run cleanly")
+    nbt.write(solution, folder / "solution.ipynb")
+    for name, nb in _levels.submissions().items():
+        path = folder / "submissions" / f"{name}.ipynb"
+        if name in _levels.NEVER_RUN:  # no outputs, no execution counts
+            nbt.clear_outputs(nb)
+            nbt.write(nb, path)
+            continue
+        start = time.perf_counter()
+        nbt.execute(nb, folder, "python3")
+        nbt.write(nb, path)
+        errors = _levels.code_errors(nb)
+        log.info("  %-16s %d code cell(s) with errors  (%.1f s)", name, len(errors),
+                 time.perf_counter() - start)
+        if bool(errors) != (name in _levels.OWN_RUN_FAILS):
+            raise RuntimeError(f"py-levels/{name}: unexpected errors in cells {errors}")
+
+
 def survey(folder: Path) -> None:
     log.info("r-sleep-survey")
     _survey.write_data(folder / "data")
@@ -106,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = {
         "retail-sales": lambda: retail(HERE / "retail-sales"),
         "py-functions": lambda: functions(HERE / "py-functions"),
+        "py-levels": lambda: levels(HERE / "py-levels"),
         "r-sleep-survey": lambda: survey(HERE / "r-sleep-survey"),
         "r-joins": lambda: course_r(HERE / "r-joins", _course_r.joins),
         "r-strings-dates": lambda: course_r(HERE / "r-strings-dates", _course_r.strings_dates),

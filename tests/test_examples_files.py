@@ -19,8 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 ASSIGNMENTS = sorted(p.parent for p in EXAMPLES.glob("*/assignment.toml"))
-CHECK_TYPES = {"assigns", "calls", "output", "runs", "answer", "test", "value", "printed", "plot"}
-UNRUN = {"no_outputs"}  # submitted without running: no outputs stored, on purpose
+CHECK_TYPES = {"assigns", "calls", "output", "runs", "answer", "test", "value", "printed", "plot",
+               "code", "documented", "ran"}
+UNRUN = {"no_outputs", "never_ran"}  # submitted without running: no outputs stored, on purpose
 ASPECTS = {"type", "shape", "columns", "values", "rows"}
 KERNELS = {"python": "python3", "r": "ir"}
 
@@ -57,9 +58,9 @@ def _submissions(folder: Path) -> list[Path]:
 ALL_SUBMISSIONS = [p for a in ASSIGNMENTS for p in _submissions(a)]
 
 
-def test_the_five_examples_are_there():
+def test_the_six_examples_are_there():
     assert {a.name for a in ASSIGNMENTS} >= {"retail-sales", "r-joins", "r-strings-dates",
-                                             "py-functions", "r-sleep-survey"}
+                                             "py-functions", "r-sleep-survey", "py-levels"}
 
 
 @pytest.mark.parametrize("folder", ASSIGNMENTS, ids=lambda p: p.name)
@@ -90,7 +91,9 @@ def test_rubric_follows_the_format(folder: Path):
         assert c["points"] >= 0
         weights = [ch["weight"] for ch in c["checks"]]
         assert math.isclose(sum(weights), 1.0), f"{c['id']}: check weights add up to {weights}"
-        for ch in c["checks"]:
+        levels = c.get("levels", [])
+        assert all(0 <= lv["credit"] <= 1 and lv.get("says") for lv in levels), c["id"]
+        for ch in [*c["checks"], *(w for lv in levels for w in lv["when"])]:
             assert ch["type"] in CHECK_TYPES
             assert (ch["type"] == "answer") == (c["kind"] == "written"), c["id"]
             if ch["type"] == "output":
@@ -122,12 +125,16 @@ def test_output_variables_are_assigned_in_the_solution(folder: Path):
 
 @pytest.mark.parametrize("folder", ASSIGNMENTS, ids=lambda p: p.name)
 def test_tasks_and_questions_appear_in_the_template(folder: Path):
-    markdown = _cells(folder / _assignment(folder)["template"], "markdown")
+    template = folder / _assignment(folder)["template"]
+    markdown = _cells(template, "markdown")
+    asked = markdown + _cells(template, "code")  # a question may be asked in a code cell
     for c in _rubric(folder)["criteria"]:
-        texts = [c["task"]] if c.get("task") else []
-        texts += [ch["question"] for ch in c["checks"] if ch["type"] == "answer"]
-        for text in texts:
-            assert any(text in m for m in markdown), f"{c['id']}: {text!r} not in the template"
+        if c.get("task"):
+            assert any(c["task"] in m for m in markdown), f"{c['id']}: {c['task']!r} not there"
+        for ch in c["checks"]:
+            if ch["type"] == "answer":
+                assert any(ch["question"] in m for m in asked), (
+                    f"{c['id']}: {ch['question']!r} not in the template")
 
 
 @pytest.mark.parametrize("path", ALL_SUBMISSIONS,

@@ -19,7 +19,8 @@ from grader.types import GradeReport
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-NAMES = ["retail-sales", "r-joins", "r-strings-dates", "py-functions", "r-sleep-survey"]
+NAMES = ["retail-sales", "r-joins", "r-strings-dates", "py-functions", "r-sleep-survey",
+         "py-levels"]
 
 
 def marks(name: str) -> list[pytest.MarkDecorator]:
@@ -65,6 +66,15 @@ def test_submissions_rank_as_documented(graded):
         assert len({scores[s] for s in group}) == 1, {s: scores[s] for s in group}
     for better, worse in itertools.pairwise(expected):
         assert scores[better[0]] > scores[worse[0]], (better, worse, scores)
+
+
+def test_submissions_score_the_documented_points(graded):
+    """Where expected.toml gives exact scores (`[points]`, computed by hand from the
+    rubric), each submission gets exactly that."""
+    name, _, reports = graded
+    points = tomllib.loads((EXAMPLES / name / "expected.toml").read_text()).get("points", {})
+    got = {stem: reports[stem].score for stem in points}
+    assert got == pytest.approx(points, abs=1e-6)
 
 
 def test_every_submission_ran_sandboxed_with_evidence(graded):

@@ -65,7 +65,7 @@ def where(result) -> set[tuple[str, tuple[int, ...], str]]:
 
 # -- round trips --------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["retail-sales", "r-joins", "r-strings-dates", "py-functions",
-                                  "r-sleep-survey"])
+                                  "r-sleep-survey", "py-levels"])
 def test_bundled_rubrics_round_trip_exactly(name):
     r = load_rubric(REPO / "rubrics" / f"{name}.json")
     result = rubric_from_rows(*through_frames(*rows_from_rubric(r)), r)

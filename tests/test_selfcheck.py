@@ -156,7 +156,7 @@ def test_an_r_solution_calling_a_function_no_loaded_package_provides(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["retail-sales", "r-joins", "r-strings-dates", "py-functions",
-                                  "r-sleep-survey"])
+                                  "r-sleep-survey", "py-levels"])
 def test_the_bundled_examples_are_sound(name):
     check = check_assignment(load_assignment(ROOT / "examples" / name))
     assert check.solution_percent == pytest.approx(100.0)
