@@ -262,3 +262,19 @@ def test_a_code_cell_that_asks_wins_over_a_heading_that_names_the_question(where
     q1 = next(c for c in l1.checks if c.check == "answer")
     assert q1.message.startswith("answered with 15 words")
     assert "key points 3 of 3" in q1.message
+
+
+def test_absent_reads_the_template_lines_left_in_place_and_needs_the_students_code():
+    from grader.layers.student_work import score_code
+    from grader.rubrics.checks import Check
+    given = Check("code", pattern=r"pd\.DataFrame", absent=True)  # the template's given line
+    template = nb(TEMPLATE, "template.ipynb")
+    crit = RUBRIC.criteria[0]
+    untouched = match_template(template, nb([c.copy() for c in TEMPLATE]), ())
+    assert score_code(crit, given, untouched, "python", []).score == 0  # no code of theirs
+    kept = match_template(template, nb(submission("d = pd.to_datetime(orders.date)")), ())
+    res = score_code(crit, given, kept, "python", [])
+    assert res.score == 0
+    assert "has 'pd.DataFrame'" in res.message
+    other = Check("code", pattern=r"read_excel", absent=True)
+    assert score_code(crit, other, kept, "python", []).score == 1

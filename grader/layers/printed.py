@@ -27,8 +27,7 @@ from ..analysis.template import CellOrigin, TemplateMatch, normalise_markdown
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult
-from ..types import CheckResult, CheckStatus, Evidence, Flag, Notebook, Output
-from .student_work import stored_error
+from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, Notebook, Output
 
 __all__ = ["PLOT_MIMES", "no_outputs_flag", "numbers_in", "revealer_cells", "scope",
            "score_printed"]
@@ -69,11 +68,17 @@ def _heading(source: str) -> bool:
     return source.lstrip().startswith("#")
 
 
-def scope(match: TemplateMatch, question: str, others: Sequence[str]) -> list[CellOrigin] | None:
+def scope(match: TemplateMatch, question: str, others: Sequence[str], *,
+          own_only: bool = True) -> list[CellOrigin] | None:
     """The student's code cells under ``question`` (all of them for ""); None when the
-    notebook does not ask the question."""
+    notebook does not ask the question. ``own_only=False``: the template's code cells
+    there too."""
     origins = match.origins
-    own = [o for o in origins if o.holds_code and o.student_lines]
+
+    def wanted(o: CellOrigin) -> bool:
+        return o.holds_code and (bool(o.student_lines) or not own_only)
+
+    own = [o for o in origins if wanted(o)]
     if not question.strip():
         return own
     key = normalise_markdown(question)
@@ -87,7 +92,7 @@ def scope(match: TemplateMatch, question: str, others: Sequence[str]) -> list[Ce
         if o.cell.kind == "markdown" and o.status != "student" and (
                 _heading(o.cell.source) or any(asks(o, k) for k in other_keys)):
             break
-        if o.holds_code and o.student_lines:
+        if wanted(o):
             cells.append(o)
     return cells
 
@@ -111,7 +116,15 @@ def no_outputs_flag(match: TemplateMatch, nb: Notebook) -> Flag | None:
                 "shows what they print and draw")
 
 
-def _questions(rubric: Rubric) -> list[str]:
+def stored_error(cell: Cell) -> str:
+    """The error the student's own run of a cell stored ("" when none)."""
+    err = next((o for o in cell.outputs if o.kind == "error"), None)
+    if err is None:
+        return ""
+    return (err.text.strip().splitlines() or [err.name or "an error"])[-1][:200]
+
+
+def questions(rubric: Rubric) -> list[str]:
     return [q for c in rubric.criteria for q in (c.task, *(ch.question for ch in c.evaluated)) if q]
 
 
@@ -124,7 +137,7 @@ def score_printed(crit: Criterion, check: Check, rubric: Rubric, match: Template
                            message, evidence, status, check.hidden)
 
     where = f"under {check.question!r}" if check.question else "in the notebook"
-    cells = scope(match, check.question, _questions(rubric))
+    cells = scope(match, check.question, questions(rubric))
     if cells is None:
         return result(0.0, f"the notebook does not ask {check.question!r}: nothing to read")
     blocked = set(revealer_cells(match))

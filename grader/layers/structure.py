@@ -25,6 +25,7 @@ from ..rubrics.schema import Criterion
 from ..types import CheckResult, Evidence, Flag, LayerResult
 from .answer_levels import answer_level, printed_numbers
 from .base import Layer, SubmissionContext
+from .printed import questions
 from .student_work import score_code, score_documented, score_ran
 
 # A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
@@ -84,7 +85,8 @@ class StructureLayer(Layer):
                 elif check.type == "answer":
                     result.checks.append(self._answer(ctx, crit, check, result.details))
                 elif check.type == "code":
-                    result.checks.append(score_code(crit, check, ctx.match, lang))
+                    result.checks.append(score_code(crit, check, ctx.match, lang,
+                                                    questions(rubric)))
                 elif check.type == "documented":
                     result.checks.append(score_documented(
                         crit, check, ctx.match, lang, rubric.all_placeholders))

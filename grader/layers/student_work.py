@@ -1,7 +1,9 @@
 """Checks of the student's own work as written and as run (layer 1).
 
 - ``code``: a regular expression searched in the student's own code: the lines of
-  code cells the student wrote (the template's lines never count), comments removed.
+  code cells the student wrote (the template's lines never count), comments removed,
+  under ``question`` when given. ``absent`` reads all the code there, the template's
+  too (a stub left in place is found), and fails where the student wrote none.
   Rubrics' approach rules ("uses parse_date_time() with three formats", "the pipe at
   least ten times", "not mdy()") are written with it, usually as a level's condition.
 - ``documented``: the student's own comments and notes. A cell of the student's code is
@@ -22,6 +24,7 @@ from ..analysis.template import CellOrigin, TemplateMatch
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
 from ..types import Cell, CheckResult, Evidence
+from .printed import scope, stored_error
 
 _NAME_LINE = re.compile(
     r"^[\s#>*_\-]*(?:student(?:'s)?\s*)?(?:full\s+)?(?:name|names|date|author|authors|"
@@ -42,30 +45,48 @@ def _own_code(origin: CellOrigin, language: str) -> list[tuple[int, str]]:
     return [(n, lines[n - 1]) for n in sorted(origin.student_lines) if n <= len(lines)]
 
 
-def score_code(crit: Criterion, check: Check, match: TemplateMatch,
-               language: str) -> CheckResult:
+def _all_code(origin: CellOrigin, language: str) -> list[tuple[int, str]]:
+    """Every line of a code cell, the template's included, comments removed."""
+    return list(enumerate(strip_comments(origin.cell.source, language).splitlines(), 1))
+
+
+def score_code(crit: Criterion, check: Check, match: TemplateMatch, language: str,
+               questions: list[str]) -> CheckResult:
+    """``pattern`` in the student's own code (under ``question`` when given). ``absent``
+    reads the whole code there, the template's lines too (its stub left in place, a given
+    call the task asks to replace), and never passes where the student wrote no code."""
+    where = f" under {check.question!r}" if check.question else ""
+    own_cells = scope(match, check.question, questions)
+    if own_cells is None:
+        return _result(crit, check, 0.0, f"the notebook does not ask {check.question!r}: "
+                       "nothing to read")
+    if check.absent and not own_cells:
+        return _result(crit, check, 0.0, f"no code of the student's own{where}")
+    cells = own_cells if not check.absent else (
+        scope(match, check.question, questions, own_only=False) or own_cells)
     pattern = re.compile(check.pattern, re.MULTILINE)
     hits: list[tuple[str, int, str, str]] = []  # cell id, line, line text, matched text
-    for origin in match.student_code_cells:
-        own = _own_code(origin, language)
-        text = "\n".join(line for _, line in own)
+    for origin in cells:
+        lines = _all_code(origin, language) if check.absent else _own_code(origin, language)
+        text = "\n".join(line for _, line in lines)
         starts = [0]
-        for _, line in own:
+        for _, line in lines:
             starts.append(starts[-1] + len(line) + 1)
         for m in pattern.finditer(text):
-            k = max(i for i, s in enumerate(starts[:-1]) if s <= m.start()) if own else 0
+            if not lines:
+                break
+            k = max(i for i, s in enumerate(starts[:-1]) if s <= m.start())
             got = next((g for g in m.groups() if g), m.group(0)) if m.groups() else m.group(0)
-            if own:
-                hits.append((origin.cell.id, own[k][0], own[k][1].strip(), got))
+            hits.append((origin.cell.id, lines[k][0], lines[k][1].strip(), got))
     found = len({h[3] for h in hits}) if check.distinct else len(hits)
     evidence = tuple(Evidence(cid, line, text) for cid, line, text, _ in hits[:3])
     if check.absent:
         if hits:
-            return _result(crit, check, 0.0, f"the student's code has {hits[0][3]!r}, which "
+            return _result(crit, check, 0.0, f"the code{where} has {hits[0][3]!r}, which "
                            "this check asks not to find", evidence)
-        return _result(crit, check, 1.0, "not in the student's code, as asked")
+        return _result(crit, check, 1.0, f"not in the code{where}, as asked")
     what = "different matches" if check.distinct else "matches"
-    msg = f"{found} {what} in the student's code"
+    msg = f"{found} {what} in the student's code{where}"
     if found < check.min_count:
         msg += f", {check.min_count} asked"
     return _result(crit, check, min(1.0, found / check.min_count), msg, evidence)
@@ -138,14 +159,6 @@ def score_documented(crit: Criterion, check: Check, match: TemplateMatch, langua
 def _cells(cells: list[Cell]) -> str:
     shown = ", ".join(str(c.index + 1) for c in cells[:8])
     return f"cell{'s' if len(cells) > 1 else ''} {shown}{', ...' if len(cells) > 8 else ''}"
-
-
-def stored_error(cell: Cell) -> str:
-    """The error the student's own run of a cell stored ("" when none)."""
-    err = next((o for o in cell.outputs if o.kind == "error"), None)
-    if err is None:
-        return ""
-    return (err.text.strip().splitlines() or [err.name or "an error"])[-1][:200]
 
 
 def score_ran(crit: Criterion, check: Check, match: TemplateMatch) -> CheckResult:

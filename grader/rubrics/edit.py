@@ -63,7 +63,7 @@ APPLIES = {
     "value": ("expression", "expected", "accept", "rtol", "atol", "depends_on"),
     "printed": ("pattern", "number", "question", "evidence", "rtol", "atol", "depends_on"),
     "plot": ("question", "evidence", "depends_on"),
-    "code": ("pattern", "min_count", "distinct", "absent", "depends_on"),
+    "code": ("pattern", "min_count", "distinct", "absent", "question", "depends_on"),
     "documented": ("min_share",),
     "ran": ("min_share",),
 }

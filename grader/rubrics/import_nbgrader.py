@@ -18,10 +18,16 @@ becomes of each, as nbgrader's own ``assign`` step would release it:
   without the markers;
 - manually graded answers (``grade`` and ``solution``): markdown ones become a written
   criterion with an ``answer`` check of the question above them; code ones a code
-  criterion with a ``runs`` check (the code model reads it; review them);
+  criterion whose levels ask that nbgrader's stub be gone (a ``code`` check) and the
+  notebook run: a stub left in place scores 0 (nbgrader gives an unchanged answer 0
+  itself), the rest is read by the code model and reviewed;
 - task cells (graded by hand, from whatever cells answer them) become a written
   criterion with an ``answer`` check of the task's own text (the answer under it), or,
   when the first cell answering it is code, a code criterion that must run;
+- names, as nbgrader's own notebooks give them: a criterion is titled by the nearest
+  heading above it ("Part A (2 points)"), else by the question's text without markup
+  (no LaTeX, no horizontal rule, no closing colon), else by its grade id; criteria that
+  would share a title are told apart by their grade ids;
 - locked cells' checksums and nbgrader's own configuration are not carried over: the
   report lists each with what to do instead.
 """
@@ -36,6 +42,8 @@ from typing import Any
 from ..errors import RubricError
 from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
+from .import_nbgrader_names import cell_names, names_above, plain, unique_titles
+from .levels import Level
 from .schema import Criterion, Rubric
 
 __all__ = ["ImportedAssignment", "import_nbgrader", "is_nbgrader", "question_line"]
@@ -44,9 +52,13 @@ _BEGIN_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*BEGIN SOLUTION\s*$")
 _END_SOLUTION = re.compile(r"^\s*(#+|//+)?\s*END SOLUTION\s*$")
 _BEGIN_HIDDEN = re.compile(r"^\s*(#+|//+)?\s*BEGIN HIDDEN TESTS\s*$")
 _END_HIDDEN = re.compile(r"^\s*(#+|//+)?\s*END HIDDEN TESTS\s*$")
+# emphasis marks and code ticks go; an underscore inside a name (sorted_v) stays
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 STUBS = {"python": "# YOUR CODE HERE\nraise NotImplementedError()",
          "r": "# YOUR CODE HERE\nfail() # No Answer - remove if you provide an answer"}
 TEXT_STUB = "YOUR ANSWER HERE"
+# the stub's line, searched in the student's code: while it is there the answer is not done
+STUB_PATTERNS = {"python": r"raise\s+NotImplementedError\b", "r": r"\bfail\(\s*\)"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,22 +124,16 @@ def _solved(source: str) -> str:
 
 def question_line(markdown: str) -> str:
     """The first line of a markdown cell as plain words (heading marks and emphasis
-    dropped): the text an answer check finds its question by."""
+    dropped; a horizontal rule or a line of markup only is skipped): the text an answer
+    check finds its question by."""
     for line in markdown.splitlines():
-        # emphasis marks and code ticks go; an underscore inside a name (sorted_v) stays
-        plain = " ".join(re.sub(r"[*`]+|(?<!\w)_+|_+(?!\w)", "", line.strip().lstrip("#"))
-                         .split())
-        if plain:
-            return plain[:120]
+        if plain(line):
+            return " ".join(_EMPHASIS.sub("", line.strip().lstrip("#")).split())[:120]
     return ""
 
 
-def _question(nb: Any, index: int) -> str:
-    """The line of the markdown cell above ``index`` that names the question."""
-    for cell in reversed(nb.cells[:index]):
-        if cell.cell_type == "markdown" and (line := question_line(cell.source)):
-            return line
-    return ""
+def _is_answer(cell: Any) -> bool:
+    return bool((cell.get("metadata", {}).get("nbgrader") or {}).get("solution"))
 
 
 def _points(meta: dict[str, Any], where: str) -> float:
@@ -142,6 +148,7 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
     lang = _language(nb)
     template, solution = copy.deepcopy(nb), copy.deepcopy(nb)
     criteria: list[Criterion] = []
+    gids: list[str] = []
     rows: list[ImportRow] = []
     seen: set[str] = set()
     for i, cell in enumerate(nb.cells):
@@ -165,9 +172,10 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
             solution.cells[i].source = _solved(cell.source)
             if kind == "code":
                 template.cells[i].outputs, template.cells[i].execution_count = [], None
+        heading, near = names_above(nb.cells, i, _is_answer)
         if grade and not sol and kind == "code":
             crit, row = _tests(cell.source, gid, criterion_id(gid, seen, f"cell-{i}"),
-                               _points(meta, where), _question(nb, i), where)
+                               _points(meta, where), heading or near, where)
             criteria.append(crit)
             rows.append(row)
             visible, _ = _regions(cell.source, _BEGIN_HIDDEN, _END_HIDDEN)
@@ -175,12 +183,8 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
             template.cells[i].outputs, template.cells[i].execution_count = [], None
         elif grade and sol:
             criteria.append(_manual(kind, gid, criterion_id(gid, seen, f"cell-{i}"),
-                                    _points(meta, where), _question(nb, i)))
-            rows.append(ImportRow(f"manually graded {kind} answer {gid!r}", where, True,
-                                  f"criterion {criteria[-1].id}",
-                                  "" if kind == "markdown" else
-                                  "nbgrader grades it by hand: here it must run, and the "
-                                  "code model reads it; review these"))
+                                    _points(meta, where), near or heading, lang))
+            rows.append(_manual_row(criteria[-1], kind, gid, where, bool(near or heading)))
         elif task:
             points = _points(meta, where)
             criteria.append(_task(cell.source, gid, criterion_id(gid, seen, f"cell-{i}"),
@@ -195,6 +199,7 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
             rows.append(ImportRow(f"locked cell {gid!r}", where, False, todo=(
                 "nothing to do: a student's change to a given cell is flagged "
                 "(template_modified) and earns nothing, without nbgrader's checksums")))
+        gids += [gid] * (len(criteria) - len(gids))
     if not criteria:
         raise RubricError(source, ["no graded cells: nbgrader marks them with "
                                    "metadata.nbgrader.grade = true and points"])
@@ -202,7 +207,8 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
     if total <= 0:
         raise RubricError(source, ["the graded cells have no points"])
     placeholders = (TEXT_STUB, "YOUR CODE HERE")
-    rubric = Rubric(_title(nb, source), lang, total, tuple(criteria), placeholders)
+    rubric = Rubric(_title(nb, source), lang, total,
+                    tuple(unique_titles(criteria, gids)), placeholders)
     return ImportedAssignment(ImportReport(rubric, tuple(rows), "the nbgrader notebook"), template,
                               solution)
 
@@ -211,8 +217,8 @@ def _title(nb: Any, source: str) -> str:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
-                if line.strip().startswith("#"):
-                    return line.strip().lstrip("#").strip()
+                if line.strip().startswith("#") and plain(line):
+                    return plain(line)
     return source.rsplit("/", 1)[-1].removesuffix(".ipynb")
 
 
@@ -241,13 +247,38 @@ def _tests(code: str, gid: str, cid: str, points: float, question: str,
     return crit, row
 
 
-def _manual(kind: str, gid: str, cid: str, points: float, question: str) -> Criterion:
-    if kind == "markdown" and question:
-        return Criterion(cid, question, "written", points,
-                         (Check("answer", 1.0, question=question),), task=question,
-                         description=f"nbgrader's manually graded answer {gid!r}.")
-    return Criterion(cid, question or gid, "code", points, (Check("runs", 1.0),),
-                     task=question, description=f"nbgrader's manually graded answer {gid!r}.")
+def _manual(kind: str, gid: str, cid: str, points: float, question: str,
+            lang: str) -> Criterion:
+    """A manually graded answer: markdown ones are written answers under their question;
+    code ones must run, and score 0 while nbgrader's stub is still in them."""
+    about = f"nbgrader's manually graded answer {gid!r}."
+    if kind == "markdown":
+        return Criterion(cid, question or gid, "written", points,
+                         (Check("answer", 1.0, question=question or gid),), task=question,
+                         description=about)
+    # under the answer's own question: a stub left elsewhere is another answer's business
+    gone = Check("code", 1.0, pattern=STUB_PATTERNS[lang], absent=True, question=question)
+    own = Check("code", 1.0, pattern=r"\S", question=question)  # code of the student's own
+    levels = (Level(1.0, (gone, Check("runs", 1.0)),
+                    "Your own code replaces the stub, and the notebook runs"),
+              Level(0.5, (gone, own), "Your own code replaces the stub, but the notebook "
+                    "does not run without errors"))
+    # no weighted checks: no level (the stub still there, or the template) is no credit
+    return Criterion(cid, question or gid, "code", points, (), task=question,
+                     description=about, levels=levels)
+
+
+def _manual_row(crit: Criterion, kind: str, gid: str, where: str, asked: bool) -> ImportRow:
+    if kind == "markdown":
+        todo = "" if asked else ("no question above it: the answer check looks for its "
+                                 f"grade id; write the question's text {RUBRICS_PAGE}")
+        return ImportRow(f"manually graded markdown answer {gid!r}", where, True,
+                         f"criterion {crit.id} (written, answer under {crit.task or gid!r})",
+                         todo)
+    return ImportRow(f"manually graded code answer {gid!r}", where, True,
+                     f"criterion {crit.id} (code: runs, and 0 while the stub is in it)",
+                     "nbgrader grades it by hand: here it must run and lose the stub, and "
+                     "the code model reads it; review these")
 
 
 def _answered_in_code(nb: Any, index: int) -> bool:
@@ -262,7 +293,8 @@ def _answered_in_code(nb: Any, index: int) -> bool:
 def _task(markdown: str, gid: str, cid: str, points: float, code: bool) -> Criterion:
     """A task answered in code must run (the code model reads it); one answered in
     words is a written answer under the task's text."""
-    question = question_line(markdown) or gid
+    heading, prose = cell_names(markdown)
+    question = heading or prose or gid
     about = f"nbgrader's task {gid!r}: " + " ".join(markdown.split())[:400]
     if code:
         return Criterion(cid, question, "code", points, (Check("runs", 1.0),),
