@@ -119,6 +119,28 @@ def test_a_notebook_never_run_is_flagged():
     assert "2 code cell(s)" in flag.message
 
 
+def test_outputs_cleared_with_execution_counts_kept_are_flagged():
+    from grader.sandbox.execution import CellRun, ExecutionResult
+    from grader.types import Output
+    cells = [new_code_cell("print(1)", execution_count=1),
+             new_code_cell("x = 2", execution_count=2)]
+    nb = loaded(submission(cells), "s.ipynb")
+    match = match_template(loaded(TEMPLATE, "t.ipynb"), nb, ())
+    own = [o.cell for o in match.origins if o.holds_code and o.student_lines]
+
+    def run(printed: bool) -> ExecutionResult:
+        return ExecutionResult(
+            [CellRun(c.id, c.index, True, "", (Output("stream", "1\n", name="stdout"),)
+                     if printed and c.source.startswith("print") else (), 0.1) for c in own],
+            {}, "python3", "python", 0.2, False, True, "")
+
+    assert no_outputs_flag(match, nb) is None  # counts and no run: cells may print nothing
+    assert no_outputs_flag(match, nb, run(printed=False)) is None  # they print nothing
+    flag = no_outputs_flag(match, nb, run(printed=True))
+    assert flag is not None
+    assert flag.message.startswith("outputs cleared before submitting")
+
+
 # -- real kernels ------------------------------------------------------------------------
 def layer(tmp_path, rub, template, solution, student, execute: bool = True):
     actx = AssignmentContext(Assignment("demo", tmp_path, rub, tmp_path / "r.json",
@@ -241,3 +263,25 @@ def test_r_expressions_and_plots(tmp_path):
     assert "gives 4" in by["nrow(clean)"].message
     assert by["names(clean)"].score == 1.0
     assert by["Question 1"].score == 1.0
+
+
+def test_the_instructors_answer_shown_in_a_notebook_is_flagged():
+    from grader.layers.revealed import revealed_flag
+    template = loaded(TEMPLATE, "t.ipynb")
+    solution = loaded(submission([new_code_cell(
+        "totals = df.groupby('station')['rides'].sum()\n"
+        "busiest = totals.sort_values(ascending=False).index[0]")]), "sol.ipynb")
+    hinted = loaded(submission([new_code_cell("q1.solution()\nprint(57.3)")]), "s.ipynb")
+    flag = revealed_flag(match_template(template, hinted, ()), solution, template)
+    assert flag is not None
+    assert flag.code == "solution_shown"
+    pasted = new_code_cell("print(open('answers.txt').read())", outputs=[stream(
+        "totals = df.groupby('station')['rides'].sum()\n"
+        "busiest = totals.sort_values(ascending=False).index[0]\n")])
+    nb = loaded(submission([pasted]), "s.ipynb")
+    flag = revealed_flag(match_template(template, nb, ()), solution, template)
+    assert flag is not None
+    assert "prints the solution's code" in flag.evidence[0].text
+    honest = loaded(submission([new_code_cell("print(57.3)", outputs=[stream("57.3\n")])]),
+                    "s.ipynb")
+    assert revealed_flag(match_template(template, honest, ()), solution, template) is None

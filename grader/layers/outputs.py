@@ -139,7 +139,7 @@ class OutputLayer(Layer):
                 elif check.type in ("printed", "plot"):
                     result.checks.append(score_printed(crit, check, ctx.assignment.rubric,
                                                        ctx.match, run, reason))
-        if (unrun := no_outputs_flag(ctx.match, ctx.submission)) is not None:
+        if (unrun := no_outputs_flag(ctx.match, ctx.submission, run)) is not None:
             result.flags.append(unrun)
         if run is not None and run.tampering:  # static findings count even if the run failed
             shown = "; ".join(t.text for t in run.tampering[:3])

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from ..analysis.answer_parts import asks
 from ..analysis.template import CellOrigin, TemplateMatch, normalise_markdown
 from ..rubrics.checks import Check
+from ..rubrics.levels import numbers_in
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult
 from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, Notebook, Output
@@ -37,20 +38,7 @@ PLOT_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif",
               "application/vnd.vegalite.v5+json", "application/vnd.vega.v5+json")
 _REVEALER = re.compile(r"(?<![\w.])(?:[\w.]*\.)?\w*(?:solution|hint)\w*\s*\(", re.IGNORECASE)
 _DEFINITION = re.compile(r"^\s*(?:def\s|\w+\s*<-\s*function)", re.MULTILINE)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
-                     r"|(?<![\w.])[-+]?\.\d+")
 SHOWN = 80
-
-
-def numbers_in(text: str) -> list[float]:
-    """The numbers a printed text shows (thousands separators dropped)."""
-    out = []
-    for m in _NUMBER.finditer(text):
-        try:
-            out.append(float(m.group().replace(",", "")))
-        except ValueError:
-            continue
-    return out
 
 
 def _reveals(source: str) -> bool:
@@ -106,14 +94,26 @@ def _drew(outputs: Iterable[Output]) -> bool:
     return any(m in PLOT_MIMES for o in outputs for m in o.mime)
 
 
-def no_outputs_flag(match: TemplateMatch, nb: Notebook) -> Flag | None:
-    """A notebook whose own code cells were never run before it was submitted."""
+def no_outputs_flag(match: TemplateMatch, nb: Notebook,
+                    run: ExecutionResult | None = None) -> Flag | None:
+    """A notebook whose own code cells show no outputs: never run before it was submitted,
+    or run and then cleared (execution counts kept, outputs gone), which our run, where
+    it printed or drew something in those cells, tells apart from cells that print
+    nothing."""
     own = [o.cell for o in match.origins if o.holds_code and o.student_lines]
-    if not own or any(c.outputs or c.execution_count is not None for c in nb.code_cells):
+    if not own or any(c.outputs for c in nb.code_cells):
         return None
-    return Flag("no_outputs", f"submitted without outputs: none of its {len(own)} code "
-                "cell(s) of the student's own was run before submitting, so only our run "
-                "shows what they print and draw")
+    if not any(c.execution_count is not None for c in nb.code_cells):
+        return Flag("no_outputs", f"submitted without outputs: none of its {len(own)} code "
+                    "cell(s) of the student's own was run before submitting, so only our run "
+                    "shows what they print and draw")
+    ids = {c.id for c in own}
+    if run is None or run.error or not any(c.outputs for c in run.cells if c.cell_id in ids):
+        return None  # counts without outputs, and nothing to show: cells that print nothing
+    return Flag("no_outputs", f"outputs cleared before submitting: the code cells carry "
+                f"execution counts but none of the {len(own)} cell(s) of the student's own "
+                "shows an output, while our run of them prints or draws; only our run shows "
+                "what they give")
 
 
 def stored_error(cell: Cell) -> str:

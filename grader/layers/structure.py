@@ -26,6 +26,7 @@ from ..types import CheckResult, Evidence, Flag, LayerResult
 from .answer_levels import answer_level, printed_numbers
 from .base import Layer, SubmissionContext
 from .printed import questions
+from .revealed import revealed_flag
 from .student_work import score_code, score_documented, score_ran
 
 # A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
@@ -93,6 +94,9 @@ class StructureLayer(Layer):
                 elif check.type == "ran":
                     result.checks.append(score_ran(crit, check, ctx.match))
         result.flags.extend(ctx.match.flags)
+        actx = ctx.assignment
+        if (shown := revealed_flag(ctx.match, actx.solution, actx.template)) is not None:
+            result.flags.append(shown)
         hardcoded = self._hardcoded(ctx, facts)
         result.flags.extend(hardcoded.values())
         result.details["hardcoded"] = sorted(hardcoded)  # scoring zeroes their output checks

@@ -273,11 +273,13 @@ def new_field_problems(ch: Any, where: str) -> list[str]:
 
 
 # -- key points in an answer's text --------------------------------------------------
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.?\d)")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                     r"|(?<![\w.])[-+]?\.\d+")
 
 
 def numbers_in(text: str) -> list[float]:
-    """The numbers a text writes (``1,234.5``, ``40%`` -> 40, ``-3``)."""
+    """The numbers a text writes or prints (``1,234.5``, ``40%`` -> 40, ``30.4cm`` ->
+    30.4, ``1.2e3``, ``-.5``): thousands separators dropped."""
     out = []
     for m in _NUMBER.finditer(text):
         try:
