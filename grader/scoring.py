@@ -38,6 +38,9 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
    the criterion's result ("level" in the checks). When no level holds, rules 1-5
    stand (no credit for a criterion with levels only). A condition that could not be
    evaluated decides nothing and sends the criterion to review.
+7. A manual criterion (``manual``: graded by hand, as nbgrader's manually graded
+   answers and tasks) earns no automatic points: it goes to review "for you to grade"
+   until the instructor's override gives its points; no model moves them.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def _find(results: list[CheckResult], crit: Criterion, check: Check) -> CheckRes
     )
 
 
+MANUAL = "for you to grade"  # the review reason of a manual criterion, said first
 CHARGED_ONCE = ("value", "test", "printed")  # value comparisons only: no method part
 
 
@@ -124,6 +128,11 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
     out.points = round(min(crit.points, max(0.0, crit.points * fraction)), 4)
     if crit.levels:
         _apply_levels(crit, out, all_checks, fraction if crit.checks else 0.0)
+    if crit.manual:  # rule 7: graded by hand; its checks, if any, are what the grader saw
+        out.points = 0.0
+        out.needs_review = True
+        out.review_reasons.insert(0, f"{MANUAL}: {crit.title} ({crit.points:g} points) is "
+                                  "graded by hand; override it with the points you give")
     return out
 
 
@@ -256,8 +265,8 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     (``grader.judged_points``); when that lifts the level, the band does not apply.
     """
     layer = layers.get("L3" if crit.kind == "code" else "L4")
-    if layer is None:
-        return
+    if layer is None or (spec is not None and spec.manual):
+        return  # a manual criterion's points are the instructor's alone
     if layer.error:
         crit.needs_review = True
         crit.review_reasons.append(f"{layer.layer} model failed: {layer.error}")

@@ -278,3 +278,24 @@ def test_absent_reads_the_template_lines_left_in_place_and_needs_the_students_co
     assert "has 'pd.DataFrame'" in res.message
     other = Check("code", pattern=r"read_excel", absent=True)
     assert score_code(crit, other, kept, "python", []).score == 1
+
+
+def test_a_manual_criterion_earns_nothing_automatically_and_is_for_you_to_grade():
+    data = {**RUBRIC_DICT, "total_points": 24, "criteria": [
+        *RUBRIC_DICT["criteria"],
+        {"id": "part-e", "title": "Part E", "kind": "written", "points": 4, "manual": True}]}
+    rubric = rubric_from_dict(data)
+    assert loads(dumps(rubric)) == rubric
+    assert "manual criteria" in rubric.version_2_features()
+    sub = nb(submission("d = pd.to_datetime(orders.date, format='mixed')", ANSWER))
+    l1, _ = grade_l1(submission("d = pd.to_datetime(orders.date, format='mixed')", ANSWER))
+    l4 = LayerResult("L4", details={"advisory": False, "output": {"part-e": {
+        "score": 1.0, "strength": "ok", "improve": "ok", "next_step": "ok"}}})
+    report = build_report(rubric, sub.name, sub.sha256, "demo", {"L1": l1, "L4": l4})
+    part_e = next(c for c in report.criteria if c.id == "part-e")
+    assert part_e.points == 0  # no model, no check moves it: the instructor grades it
+    assert part_e.needs_review
+    assert part_e.review_reasons[0].startswith("for you to grade: Part E (4 points)")
+    text = letter_markdown(build_letter(report, rubric, sub))
+    assert "## Part E — — / 4" in text
+    assert "Your instructor grades this part by hand" in text

@@ -259,3 +259,23 @@ def test_the_self_check_says_the_key_disagrees_with_an_expected_value(tmp_path):
     assert line in check.lines()
     assert check.solution_percent == pytest.approx(50.0)  # charged against 57, like a student
     assert check.unverified_points == 0
+
+
+def test_points_graded_by_hand_are_said_apart_and_out_of_the_percentages(tmp_path):
+    root = write_assignment(
+        tmp_path / "manual", "python",
+        template=[new_markdown_cell("## Task 1\nSum."), new_code_cell("# YOUR CODE HERE"),
+                  new_markdown_cell("## Part E\nExplain your method.")],
+        solution=[new_markdown_cell("## Task 1\nSum."), new_code_cell("total = sum([1, 2])"),
+                  new_markdown_cell("## Part E\nExplain your method.")],
+        criteria=[code_criterion("total", ["total"], 6),
+                  {"id": "part-e", "title": "Part E", "kind": "written", "points": 4,
+                   "manual": True}])
+    check = check_assignment(load_assignment(root), GradeOptions(execute=False))
+    assert check.solution_percent == pytest.approx(100.0)  # of the 6 automatic points
+    assert check.manual_points == 4
+    assert check.headline().startswith(
+        "The solution scores 100% and the template 0% of the points graded automatically "
+        "(4 points are for you to grade: Part E)")
+    assert check.sound
+    assert SelfCheck.from_dict(json.loads(json.dumps(check.to_dict()))) == check

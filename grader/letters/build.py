@@ -34,7 +34,7 @@ from ..errors import NotebookError
 from ..notebooks.load import load_notebook
 from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
-from ..scoring import DISAGREE, GATES
+from ..scoring import DISAGREE, GATES, MANUAL
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
 from .checks import missing_names, read_check
 from .places import Places
@@ -42,6 +42,7 @@ from .reading import Context, Reading
 from .render import letter_html, letter_markdown
 from .text import (
     CLOSING,
+    MANUAL_REVIEW,
     MODEL_LABEL,
     REVIEW_NOTE,
     SECTION_REVIEW,
@@ -191,6 +192,11 @@ def _section(report: GradeReport, crit: CriterionResult, rubric: Rubric | None,
     score = (f"{format_points(crit.points, decimals, crit.max_points)} / "
              f"{format_points(crit.max_points, decimals, crit.max_points)}")
     review = SECTION_REVIEW if crit.needs_review or any(r.unchecked for r in readings) else ""
+    if crit.needs_review and crit.review_reasons and crit.review_reasons[0].startswith(MANUAL):
+        # graded by hand and not yet graded: no points to show, nothing found missing
+        return Section(crit.id, scrub(crit.title), 0.0, crit.max_points,
+                       f"— / {format_points(crit.max_points, decimals, crit.max_points)}",
+                       False, None, review=MANUAL_REVIEW)
     base = Section(crit.id, scrub(crit.title), crit.points, crit.max_points, score, complete,
                    None, review=review)
     if complete:
@@ -225,6 +231,7 @@ def _places(score: str) -> int:
 
 
 def _overview(sections: Sequence[Section], decimals: int) -> tuple[Phrase, ...]:
+    sections = [s for s in sections if s.review != MANUAL_REVIEW]  # not graded yet
     if not sections:
         return ()
     n_full = sum(s.complete for s in sections)

@@ -115,6 +115,7 @@ MODEL_LABEL = ("Written with the help of a language model (your instructor's che
                "set the points)")
 REVIEW_NOTE = "Your instructor is reviewing part of this grade; the points may change."
 SECTION_REVIEW = "Your instructor is reviewing this part; its points may change."
+MANUAL_REVIEW = "Your instructor grades this part by hand; its points are not in yet."
 CLOSING = "If anything here seems wrong to you, ask your instructor."
 
 

@@ -55,6 +55,7 @@ class Criterion:
     description: str = ""
     expectations: str = ""
     levels: tuple[Level, ...] = ()  # the first whose checks all pass gives its credit
+    manual: bool = False  # graded by hand: no automatic points, listed "for you to grade"
 
     @property
     def evaluated(self) -> tuple[Check, ...]:
@@ -80,6 +81,8 @@ class Rubric:
         used = [f for c in self.criteria for ch in c.evaluated for f in version_2_features(ch)]
         if any(c.levels for c in self.criteria):
             used.append("levels")
+        if any(c.manual for c in self.criteria):
+            used.append("manual criteria")
         return list(dict.fromkeys(used))
 
     def lowest_version(self) -> int:
@@ -183,7 +186,7 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
     where = f"criterion {cid!r}"
     for key in sorted(
         set(c) - {"id", "title", "kind", "points", "checks", "task", "description", "expectations",
-                  "levels"}
+                  "levels", "manual"}
     ):
         problems.append(f"{where}: unknown field {key!r}")
     kind = c.get("kind")
@@ -196,8 +199,12 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         points = 0.0
     levels = (parse_levels(c["levels"], where, kind, problems, _check)
               if "levels" in c else ())
-    raw_checks = c.get("checks", [] if levels else None)
-    if not isinstance(raw_checks, list) or not (raw_checks or levels):
+    manual = c.get("manual", False)
+    if not isinstance(manual, bool):
+        problems.append(f"{where}.manual: expected true or false, got {manual!r}")
+        manual = False
+    raw_checks = c.get("checks", [] if levels or manual else None)
+    if not isinstance(raw_checks, list) or not (raw_checks or levels or manual):
         problems.append(f"{where}: needs a non-empty list of checks (or levels)")
         raw_checks = []
     checks = [
@@ -220,6 +227,7 @@ def _criterion(c: Any, i: int, seen: set[str], problems: list[str]) -> Criterion
         description=str(c.get("description", "")),
         expectations=str(c.get("expectations", "")),
         levels=levels,
+        manual=manual,
     )
 
 
@@ -247,7 +255,9 @@ def rubric_to_dict(r: Rubric) -> dict[str, Any]:
         for key in ("task", "description", "expectations"):
             if getattr(c, key):
                 d[key] = getattr(c, key)
-        if c.checks or not c.levels:
+        if c.manual:
+            d["manual"] = True
+        if c.checks or not (c.levels or c.manual):
             d["checks"] = [check_to_dict(ch) for ch in c.checks]
         if c.levels:
             d["levels"] = levels_to_list(c.levels, check_to_dict)

@@ -58,6 +58,7 @@ from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import save_rubric
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import string_literals
+from ..scoring import MANUAL
 from ..types import GradeReport
 from .selfcheck_parts import percent_text, unverified
 
@@ -110,6 +111,8 @@ class SelfCheck:
     unverified: tuple[str, ...] = ()  # one line per check that could not be verified
     checked_earned: float = 0.0  # the solution's points on the checks that were verified
     key_disagreements: tuple[str, ...] = ()  # expected values the solution does not give
+    manual_points: float = 0.0  # points of criteria graded by hand: out of the percentages
+    manual: tuple[str, ...] = ()  # their titles
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -126,7 +129,9 @@ class SelfCheck:
                    float(data.get("total_points", 0.0)), str(data.get("unverified_why", "")),
                    tuple(str(x) for x in data.get("unverified", ())),
                    float(data.get("checked_earned", 0.0)),
-                   tuple(str(x) for x in data.get("key_disagreements", ())))
+                   tuple(str(x) for x in data.get("key_disagreements", ())),
+                   float(data.get("manual_points", 0.0)),
+                   tuple(str(x) for x in data.get("manual", ())))
 
     @property
     def sound(self) -> bool:
@@ -143,6 +148,9 @@ class SelfCheck:
         ...'."""
         sol, tmpl = self.solution_percent, self.template_percent
         text = f"The solution scores {percent_text(sol)} and the template {percent_text(tmpl)}"
+        if self.manual_points:
+            text += (f" of the points graded automatically ({self.manual_points:g} points "
+                     f"are for you to grade: {', '.join(self.manual)})")
         fixes = []
         judged = True  # the solution's percentage says something
         if self.unverified_points:  # never "scores 100%" over points no check verified
@@ -213,10 +221,13 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
     why = "" if executed else (run.error if run is not None else _why_not_run(solution))
     unchecked = unverified(solution, (p.kind for p in problems))
     disagree = key_disagreements(assignment.rubric, run) if run is not None and executed else []
-    check = SelfCheck(assignment.name, _percent(solution), _percent(template), executed, why,
-                      tuple(problems), tuple(_losses(solution)), unchecked.points,
-                      unchecked.total, unchecked.why, unchecked.checks,
-                      unchecked.earned, tuple(d.text() for d in disagree))
+    manual = [c for c in assignment.rubric.criteria if c.manual]
+    by_hand = round(sum(c.points for c in manual), 4)
+    check = SelfCheck(assignment.name, _percent(solution, by_hand), _percent(template, by_hand),
+                      executed, why, tuple(problems), tuple(_losses(solution)),
+                      unchecked.points, unchecked.total, unchecked.why, unchecked.checks,
+                      unchecked.earned, tuple(d.text() for d in disagree), by_hand,
+                      tuple(c.title for c in manual))
     log.info("self-check of %s: solution %s, template %s, %d problems", assignment.name,
              check.solution_percent, check.template_percent, len(problems))
     return check
@@ -326,10 +337,13 @@ def problems_of_run(run: ExecutionResult, prose: set[int] | frozenset[int] = fro
     return out
 
 
-def _percent(report: GradeReport) -> float | None:
-    if report.score is None or not report.max_score:
+def _percent(report: GradeReport, by_hand: float = 0.0) -> float | None:
+    """The report's share of the points graded automatically (``by_hand``: the points of
+    the manual criteria, which earn nothing until the instructor grades them)."""
+    automatic = report.max_score - by_hand
+    if report.score is None or automatic <= 0:
         return None
-    return 100.0 * report.score / report.max_score
+    return 100.0 * report.score / automatic
 
 
 def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> str:
@@ -357,6 +371,8 @@ def _losses(report: GradeReport) -> list[str]:
     out = []
     for crit in report.criteria:
         lost = [ch for ch in crit.checks if ch.score < 1]
+        if crit.review_reasons and crit.review_reasons[0].startswith(MANUAL):
+            continue  # graded by hand: said apart
         if crit.points >= crit.max_points or (
                 lost and all(ch.status == "environment" for ch in lost)):
             continue  # checks that could not be verified are said apart
