@@ -6,9 +6,14 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
 
 - ``static_notebooks_per_s``: notebooks per second through loading, template
   matching, layer 1 and layer 2 without execution (scored from stored outputs),
-  i.e. what a class's worth of re-scoring costs after a rubric edit.
+  i.e. what a class's worth of re-scoring costs after a rubric edit. Each repetition
+  starts without what the injection scan remembers (the instructor's text, every text
+  it scanned): it costs what a first grading of the 10 notebooks costs.
 - ``exec_notebooks_per_s``: notebooks per second with execution in the sandbox
   (a fresh kernel per notebook; the solution's run is shared and done first).
+
+``--profile`` runs only the static repetitions under cProfile and prints the 30
+functions of most cumulative time to stderr (what to look at when the figure drops).
 
 With ``--llm`` it also grades the submissions through all four layers, one at a
 time, on the embedded default models, and adds ``llm_seconds_per_notebook_median``
@@ -19,8 +24,10 @@ time of the two model requests / their wall time; 2.0 is full overlap).
 
 from __future__ import annotations
 
+import cProfile
 import logging
 import os
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -63,9 +70,36 @@ def bench_llm(assignment, items: list[GradeInput]) -> dict[str, float]:
             "llm_parallel_efficiency": round(statistics.median(eff), 2) if eff else 0.0}
 
 
+def forget_injection_scans(grader: Grader) -> None:
+    """Drop what the injection scan remembered (``grader.integrity.injection_places``
+    keeps it in the assignment's cache: the instructor's text and its ``ScanMemo``)."""
+    ctx = grader.context
+    with ctx.lock:
+        for key in [k for k in ctx.cache if k.startswith("injection_")]:
+            del ctx.cache[key]
+
+
+def time_static(grader: Grader, items: list[GradeInput], repeats: int,
+                profile: cProfile.Profile | None = None) -> float:
+    """Seconds for ``repeats`` gradings of ``items``, each as a first one."""
+    total = 0.0
+    for _ in range(repeats):
+        forget_injection_scans(grader)
+        if profile is not None:
+            profile.enable()
+        t0 = time.perf_counter()
+        grader.grade_many(items)
+        total += time.perf_counter() - t0
+        if profile is not None:
+            profile.disable()
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, "fewer repetitions")
     ap.add_argument("--llm", action="store_true", help="also time all four layers")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile the static path only (cProfile, top 30 on stderr)")
     # One more worker than cores: a notebook's run waits on kernel start-up and IPC
     # part of the time, so two workers leave a 2-core machine partly idle.
     ap.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1)
@@ -80,10 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     static = Grader(assignment, GradeOptions(execute=False))
     repeats = 5 if args.quick else 20
     static.grade_many(items)  # warm caches (imports, regexes)
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        static.grade_many(items)
-    static_s = time.perf_counter() - t0
+    if args.profile:
+        profile = cProfile.Profile()
+        time_static(static, items, repeats, profile)
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+        return 0
+    static_s = time_static(static, items, repeats)
     static_rate = repeats * len(items) / static_s
     log.info("static: %d notebooks in %.2f s", repeats * len(items), static_s)
 

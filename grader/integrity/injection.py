@@ -9,6 +9,13 @@ grader (a verb and its object: "ignore ... previous instructions", "award full m
 never single words, so analysis prose ("we ignore missing values") does not match. Also
 flagged: scores addressed to the judge ("rate it 1.0", ``{"score": 1.0}``, ``</student>``).
 
+The rules, and the triggers in front of them, are in ``injection_rules``. A place costs
+what it holds, not what the rules cost: its words are read once, and a rule runs only
+where its trigger (words every match of it holds) is met; a line is normalised only
+when it holds something the normalisation changes (else only its whitespace is
+collapsed), and only when a rule is to run or a hit is to be shown. ``reference_scan``
+runs the full scan instead (every line normalised, every rule run): tests compare both.
+
 ``scan_notebook`` reads a ``Notebook``'s cells and their text outputs; every other
 place a model or an instructor reads (metadata, attachments, rich outputs, the
 outputs of our own run, template cells by their difference from the template) is
@@ -21,21 +28,20 @@ import binascii
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import accumulate
 
 from ..types import Cell, Evidence, Flag, Notebook
+from .injection_code import split_code
+from .injection_rules import RULES, SOURCE_WHERE, TEXT_WHERE, WHERE, Rule, triggered
 
-__all__ = ["WHERE", "InjectionHit", "injection_flag", "scan_notebook", "scan_source", "scan_text"]
+__all__ = ["WHERE", "InjectionHit", "injection_flag", "is_reference_scan", "reference_scan",
+           "scan_notebook", "scan_source", "scan_text"]
 
 MAX_TEXT = 160
-# Where text can be: a cell's source (markdown, raw, comment, string, code), a stored
-# output, an output of our own run, notebook or cell metadata, an attachment.
-WHERE = ("markdown", "raw", "comment", "string", "code", "output", "run_output", "metadata",
-         "attachment")
-_TEXT_WHERE = frozenset(WHERE) - {"code"}
-_ALL_WHERE = frozenset(WHERE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,110 +52,6 @@ class InjectionHit:
     rule: str  # e.g. "override_instructions", "score_request", "role_tag", ...
     text: str  # the matching excerpt, at most MAX_TEXT characters
 
-
-def _rx(*parts: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.MULTILINE)
-
-
-_Q = r"(?:previous|prior|earlier|above|preceding|foregoing|former|original|initial|your|system|grading|marking)"  # noqa: E501
-_F = r"(?:the|my|these|those|of|other|given|existing|all|any|every)"
-_N = r"(?:instructions?|prompts?|directives?|guidelines|rules|rubrics?|criteria|commands|directions)"  # noqa: E501
-_ES_N = r"(?:instrucciones|indicaciones|[óo]rdenes|reglas|directrices|r[úu]brica|criterios|instru[çc][õo]es|orienta[çc][õo]es|regras|diretrizes|istruzioni)"  # noqa: E501
-_ES_Q = r"(?:anteriores|previas|pr[ée]vias|precedentes|de arriba|acima|iniciales|iniciais|originales|originais|del sistema|do sistema|precedenti)"  # noqa: E501
-_OBJ = r"(?:this|the|my|our|me|us|it|him|her|them|student|submission|notebook|work|assignment|answers?|solution|project|analysis)"  # noqa: E501
-_AMOUNT = r"(?:full|maximum|max|perfect|top|highest|all(?:\s+the)?(?:\s+available|\s+possible)?)\s+(?:marks?|credit|points?|scores?|grades?)\b"  # noqa: E501
-_ES_AMOUNT = r"(?:la\s+|a\s+)?(?:nota|puntuaci[óo]n|pontua[çc][ãa]o|calificaci[óo]n|puntaje)\s+(?:m[áa]xima|perfecta|completa|perfeita)|(?:la\s+|a\s+)?m[áa]xima\s+(?:nota|puntuaci[óo]n|calificaci[óo]n|puntaje|pontua[çc][ãa]o)|tod[oa]s\s+(?:los|os)\s+(?:puntos|pontos)"  # noqa: E501
-_FR_AMOUNT = r"(?:la\s+)?note\s+(?:maximale|maximum|parfaite)|(?:tous les|la totalit[ée] des|le maximum de)\s+points|20\s*/\s*20"  # noqa: E501
-_DE_AMOUNT = r"(?:die\s+)?(?:volle[n]?|maximale[n]?|h[öo]chste[n]?)\s+(?:punktzahl|punkte|punktezahl|note|bewertung)|(?:die\s+)?(?:h[öo]chstpunktzahl|bestnote)|alle\s+punkte"  # noqa: E501
-_ZH_N = r"(?:指令|指示|说明|說明|提示词?|提示詞|规则|規則|要求|评分标准|評分標準|评分规则|評分規則|命令)"  # noqa: E501
-_GRADER_WORDS = r"(?:instruct|grad(?:e|er|ing)|rubric|score|marks|points|credit|criteri|ignore|disregard|override|evaluat|assess|you\s+(?:are|must|should|will))"  # noqa: E501
-
-_OVERRIDE = _rx(
-    rf"\b(?:ignore|disregard|forget|override|bypass|neglect|discard)\s+(?:{_F}\s+)*{_Q}\s+(?:(?:{_F}|{_Q})\s+)*{_N}\b",
-    rf"\b(?:ignore|disregard|forget)\s+(?:all|any|every)\s+(?:{_F}\s+)*(?:instructions|prompts|directives|guidelines)\b",
-    rf"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:{_F}|{_Q})\s+)*(?:rubric|marking scheme|grading (?:criteria|rules|scheme|guide))\b",  # noqa: E501
-    rf"\b(?:ignore|disregard|forget)\s+(?:{_F}\s+)*{_N}\s+(?:above|before this|given (?:above|before|earlier)|you (?:were|have been) given|from (?:before|the system|your system prompt))\b",  # noqa: E501
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:everything|anything)\s+(?:above|before|previously|you were told)\b",  # noqa: E501
-    r"\b(?:do not|don't|never)\s+(?:follow|apply|use)\s+(?:the\s+|your\s+|any\s+)?(?:rubric|grading criteria|marking scheme|previous instructions|system prompt)\b",  # noqa: E501
-    r"\byou are now\s+(?:my|acting|no longer|operating as|in\s+\S+\s+mode|dan|(?:a|an|the)\s+(?:\S+\s+){0,2}?(?:grader|evaluator|marker|examiner|assistant|ai|model|teacher|instructor|judge|reviewer))\b",  # noqa: E501
-    r"\bas\s+(?:the|an?|my)\s+(?:ai\s+|llm\s+|automated\s+|automatic\s+)?(?:grader|grading\s+(?:assistant|model|system|ai)|evaluator|marker|examiner|assistant|language model|ai)\b[\s,]*(?:you\s+)?(?:must|should|shall|will|are (?:required|instructed)|have to|need to)\b",  # noqa: E501
-    rf"\b(?:ignora|ignore|ignorar|ignoren|ignorem|olvida|olvide|olvidar|omite|omita|descarta|descarte|desconsidere|desconsidera|esque[çc]a|esquece)\s+(?:(?:todas|todos|las|los|as|os|tus|sus|suas|le|tutte)\s+){{0,3}}{_ES_N}\s+{_ES_Q}",
-    rf"\b(?:ignora|ignore|olvida|olvide|desconsidere|esque[çc]a)\s+(?:todas|tutte)\s+(?:las|as|le)\s+{_ES_N}|\bhaz caso omiso\s+de\s+(?:todas\s+)?las\s+instrucciones",  # noqa: E501
-    r"\b(?:ignore[zr]?|oublie[zr]?|n[ée]glige[zr]?|ne (?:tiens|tenez) pas compte|(?:fais|faites) abstraction)\s+(?:de\s+|des\s+|d')?(?:(?:toutes|tous|les|vos|tes|la|le)\s+){0,3}(?:instructions|consignes|directives|r[èe]gles|indications|grille)\s+(?:pr[ée]c[ée]dentes|ant[ée]rieures|ci-dessus|initiales|originales|du syst[èe]me|de notation)",  # noqa: E501
-    r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen|missachte|missachten)\s+(?:sie\s+)?(?:(?:alle|die|deine|ihre|s[äa]mtliche|jegliche)\s+){0,2}(?:(?:vorherigen|vorigen|bisherigen|obigen|fr[üu]heren|vorangegangenen|urspr[üu]nglichen|vorhergehenden)\s+)?(?:anweisungen|instruktionen|befehle|vorgaben|bewertungskriterien|bewertungsrichtlinien)",
-    rf"(?:忽略|忽视|忽視|无视|無視|不要理会|不要理會|忘记|忘記|忘掉|跳过|跳過)(?:掉)?(?:你)?(?:之前|以前|此前|先前|上面|上述|前面|上文|原来|原來|原有|所有|全部|一切)(?:的)?(?:所有|全部|一切)?(?:的)?{_ZH_N}",
-    r"你现在是|你現在是",
-    r"(?:以前|前|上記|これまで)の(?:すべての|全ての)?(?:指示|命令|ルール|指令)を(?:すべて|全て)?無視",
-    r"игнорируй(?:те)?\s+(?:все\s+)?(?:предыдущие|прежние|вышеуказанные)\s+(?:инструкции|указания)",
-)
-_SCORE = _rx(
-    rf"\b(?:award|give|grant|assign|allot)\s+(?:{_OBJ}\s+){{0,3}}{_AMOUNT}",
-    r"\b(?:give|award|grade|score|rate|mark)\s+(?:this|it|me|us|my work|this (?:submission|notebook|work|assignment|answer|solution))\s+(?:a\s+|an\s+)?(?:100\s*%|100 percent|full marks|(?P<n>[1-9]\d*)\s*/\s*(?P=n)\b)",  # noqa: E501
-    r"\b(?:deserves?|merits?|should\s+(?:get|receive|be\s+(?:given|awarded))|must\s+(?:get|receive|be\s+(?:given|awarded)))\s+(?:a\s+)?(?:(?:full|maximum|perfect)\s+(?:marks?|credit|points|score|grade)\b|100\s*%)",
-    r"\b(?:mark|consider|treat|grade|score)\s+(?:all|every|each)\s+(?:\S+\s+){0,2}?(?:criteri(?:a|on)|rubric items?|requirements?|questions?)\s+(?:as\s+)?(?:met|satisfied|passed|fulfilled|correct)\b",  # noqa: E501
-    r"\ball\s+(?:the\s+)?rubric\s+(?:criteria|items|requirements)\s+(?:are|have been|were)\s+(?:met|satisfied|fulfilled|passed)\b",  # noqa: E501
-    rf"\b(?:dale|dé|déle|dê|dá|dar|otorga|ot[óo]rgale|otorgue|asigna|as[íi]gnale|asigne|pon|ponle|atribua|conceda|merece|mereces|debe recibir|deber[íi]a recibir|deve receber|deveria receber)\s+(?:\S+\s+){{0,4}}?(?:{_ES_AMOUNT})",  # noqa: E501
-    rf"\b(?:attribue[zr]?|donne[zr]?|accorde[zr]?|mets|mettez|m[ée]rite|m[ée]ritent|doit recevoir|devrait recevoir)\s+(?:\S+\s+){{0,4}}?(?:{_FR_AMOUNT})",  # noqa: E501
-    rf"\b(?:gib|gebe|geben|vergib|vergebe|vergeben|erteile|erteilen|verdient|verdiene)\s+(?:\S+\s+){{0,4}}?(?:{_DE_AMOUNT})",
-    r"(?:给|給|打|评|評|判|授予|给予|給予)(?:这份|這份|本|此|我|我的|该|該|这个|這個)?(?:作业|作業|提交|报告|報告|答案|学生|學生)?(?:一个|一個|个|個)?(?:满分|滿分|最高分|100分)",
-    r"(?:应该|應該|应当|應當|值得)(?:得到|获得|獲得|拿到|得)(?:满分|滿分|最高分)|満点を(?:与え|付け|つけ|あげ)",
-    r"(?:поставь(?:те)?|дай(?:те)?)\s+(?:\S+\s+){0,2}?максимальн\w*\s+(?:балл|оценк)\w*",
-)
-
-
-def _top(g: str) -> str:
-    """A top score: "1.0", "0.95", "100%", "10/10", "full marks" (its group named ``g``)."""
-    return (r"(?:1\.0+|0?\.9\d*|100\s*%|100\s+percent"
-            rf"|(?P<{g}>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P={g})"
-            r"|(?:full|maximum|max|perfect|top|highest)\s+(?:marks?|credit|points?|scores?|grades?)"
-            r")(?!\w|\.\d)")
-
-
-_JUDGE = _rx(  # a score spoken to whoever judges the answer: "rate it 1.0", "1.0 out of 1.0"
-    rf"\b(?:rate|grade|score)\s+(?:this|it|me|my\s+(?:work|answer|response|submission))\b(?:\s+(?:answer|response|submission|notebook|work|question))?\s+(?:as\s+)?(?:an?\s+)?{_top('t')}",
-    rf"\b(?:mark|evaluate|assess|judge)\s+this\s+(?:answer|response|submission|notebook|work)\s+(?:as\s+)?(?:an?\s+)?{_top('u')}",
-    r"\b(?:grade|score|rate|mark)\s+(?:this|it)\s+(?:\S+\s+){0,2}?(?:generously|leniently|highly)\b",
-    r"\b(?P<o>\d+\.\d+)\s+out\s+of\s+(?P=o)(?!\w|\.\d)",
-    r"\b(?:0?\.\d+|1(?:\.0+)?)\s+out\s+of\s+1(?:\.0+)?(?!\w|\.\d)",
-    r"\b(?:score|grade|marks?|rating|rated|deserves?|earns?|worth)\W+(?:\S+\s+){0,3}?(?P<p>\d+(?:\.\d+)?)\s+out\s+of\s+(?P=p)(?!\w|\.\d)",
-    r"\bfull\s+(?:marks|credit|points|score)\s*(?:,\s*)?(?:please|for\s+(?:this|me|my))\b",
-    r"\b(?:grader|marker|evaluator|examiner|assistant|judge|llm|ai)\b[^.\n]{0,40}?\b(?:full|maximum|perfect)\s+(?:marks|credit|points|score)\b",
-)
-_SCORE_CLAIM = _rx(  # "score: 20/20"; not a date ("grade 12/12/2023")
-    r"\b(?:final\s+|total\s+)?(?:score|grade|marks?|points)\s*[:=]?\s*(?P<n>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P=n)(?![\d./-])",
-)
-_TESTS = r"(?:(?:unit\s+)?tests?|checks?|test\s+cases?|assertions?)"
-_FAKE_TESTS = _rx(  # test results claimed for a grader: "[Autograder] 8/8 tests passed"
-    rf"^[^\w\n]*(?:auto-?grader|autograding|grader|grading|nbgrader|otter|gradescope)\b[^\n]{{0,60}}?(?:\ball\s+(?:\S+\s+)?{_TESTS}\s+(?:passed|ok)|\bpassed\s+all\b|\b(?P<a>[1-9]\d*)\s*/\s*(?P=a)(?![\d./-]))",
-    rf"\b(?P<b>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=b)\s+{_TESTS}\s+(?:passed|ok|succeeded|successful)",
-    rf"\bpassed\s*:?\s*(?P<c>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=c)\s+{_TESTS}",
-    rf"\b{_TESTS}\s+passed\s*:?\s*(?P<d>[1-9]\d*)\s*(?:/|of|out\s+of)\s*(?P=d)(?![\d./-])",
-)
-_ROLE = _rx(
-    rf"^[ \t>*_#-]*(?:system|assistant|developer)[*_]*\s*:[*_]*(?=[^\n]*(?:\n[^\n]*)?{_GRADER_WORDS})",  # noqa: E501
-    r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>",
-    r"\[/?inst\]|<</?sys>>|</?(?:system|system[_-]?prompt|assistant)>",
-    r"</?\s*(?:student[\w-]*|solution|rubric|instructions?|grader|user|answer|submission)\s*>",
-    r"^[ \t>]*#{1,6}\s*(?:system|assistant)(?:\s+(?:prompt|message|instructions?))?\s*:?\s*$",
-    r"^[ \t>]*#{2,6}\s*(?:instruction|response)\s*:",
-)
-_GRADE_KEYS = r"(?:score|total_score|final_score|overall_score|points|total_points|awarded_points|marks?|final_grade)"  # noqa: E501
-_SOURCE_WHERE = frozenset({"markdown", "raw", "comment", "string", "attachment", "metadata"})
-_JSON_DECIMAL = _rx(rf'"{_GRADE_KEYS}"\s*:\s*\d*\.\d+')  # written, not printed (metrics)
-_JSON = _rx(
-    rf'"{_GRADE_KEYS}"\s*:\s*\d+(?![.\d])',
-    r'"(?:verdict|decision|criteria_met|all_criteria_met)"\s*:\s*(?:"[^"\n]{1,40}"|true)',
-)
-_RULES = (  # (name, pattern, where it applies)
-    ("override_instructions", _OVERRIDE, _ALL_WHERE),
-    ("score_request", _SCORE, _ALL_WHERE),
-    ("score_request", _SCORE_CLAIM, _TEXT_WHERE),
-    ("score_request", _JUDGE, _TEXT_WHERE),
-    ("fake_test_output", _FAKE_TESTS, _TEXT_WHERE),
-    ("role_tag", _ROLE, _TEXT_WHERE),
-    ("fake_json_grade", _JSON, _TEXT_WHERE),
-    ("fake_json_grade", _JSON_DECIMAL, _SOURCE_WHERE),
-)
 
 _INVISIBLE_RE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")  # noqa: E501
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")  # Unicode tag characters: invisible ASCII
@@ -171,8 +73,13 @@ _HIDE_OPEN = re.compile(  # an HTML comment, or an element styled invisible
     re.IGNORECASE,
 )
 _MD_MARKUP = re.compile(r"<[^<>\n]{1,200}>|[*_~`]+")
+# What ``_clean_line`` removes or folds: a line without any (and that NFKC leaves alone)
+# only has its whitespace collapsed.
+_SUSPECT = re.compile(f"[{_INVISIBLE_RE.pattern[1:-1]}\U000e0000-\U000e007f{_PAIRS[0::2]}]")
 
 _Found = list[tuple[str, int | None, str]]  # (rule, source line, excerpt)
+_Clean = tuple[str, int, int]  # (display text, invisible characters, look-alikes folded)
+_REFERENCE: ContextVar[bool] = ContextVar("injection_reference_scan", default=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +88,22 @@ class _Segment:
     text: str
     lines: tuple[int | None, ...]  # the source line of each line of ``text``
     hidden: bool = False  # inside an HTML comment or an element styled invisible
+
+
+@contextmanager
+def reference_scan() -> Iterator[None]:
+    """Within it, the full scan this package made before the fast pass (for tests: what
+    the fast scan must equal): every line of every place normalised, every rule run on
+    it, nothing remembered between places (``injection_memo``)."""
+    token = _REFERENCE.set(True)
+    try:
+        yield
+    finally:
+        _REFERENCE.reset(token)
+
+
+def is_reference_scan() -> bool:
+    return _REFERENCE.get()
 
 
 def scan_notebook(nb: Notebook, student_cells: set[str] | None = None) -> list[InjectionHit]:
@@ -243,7 +166,7 @@ def _source_segments(cell: Cell, language: str) -> list[_Segment]:
     numbered = tuple(range(1, src.count("\n") + 2))
     if cell.kind != "code":
         return _markup_segments(src, "markdown" if cell.kind == "markdown" else "raw", numbered)
-    comments, strings, code = _split_code(src, language)
+    comments, strings, code = split_code(src, language, by_char=_REFERENCE.get())
     lines = tuple(n + k for n, t in strings for k in range(t.count("\n") + 1))
     text = re.sub(r"\\[ntr]", " ", "\n".join(t for _, t in strings))
     code = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", code).replace("_", " ")  # ignorePrevious_rules
@@ -271,39 +194,7 @@ def _markup_segments(src: str, where: str, numbered: tuple[int | None, ...]) -> 
     return out
 
 
-def _split_code(src: str, language: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]], str]:  # noqa: E501
-    """(line, text) of each comment and string literal, and the code with both blanked."""
-    comments: list[tuple[int, str]] = []
-    strings: list[tuple[int, str]] = []
-    code: list[str] = []
-    i, n, line = 0, len(src), 1
-    while i < n:
-        ch = src[i]
-        if ch == "#":
-            end = src.find("\n", i)
-            end = n if end < 0 else end
-            comments.append((line, src[i:end].lstrip("#")))
-            i = end
-        elif ch in "'\"":
-            quote = ch * 3 if language == "python" and src.startswith(ch * 3, i) else ch
-            j = i + len(quote)
-            while j < n and not src.startswith(quote, j):
-                if src[j] == "\n" and len(quote) == 1 and language == "python":
-                    break  # an unterminated string ends with its line
-                j += 2 if src[j] == "\\" else 1
-            content = src[i + len(quote) : min(j, n)]
-            strings.append((line, content))
-            line += content.count("\n")
-            code.append(" " + "\n" * content.count("\n"))
-            i = j + len(quote) if src.startswith(quote, j) else min(j, n)
-        else:
-            line += ch == "\n"
-            code.append(ch)
-            i += 1
-    return comments, strings, "".join(code)
-
-
-def _clean_line(line: str) -> tuple[str, int, int]:
+def _clean_line(line: str) -> _Clean:
     """(display text, invisible characters removed, look-alike letters folded)."""
     hidden = len(_INVISIBLE_RE.findall(line)) + sum(map(len, _TAGS_RE.findall(line)))
     line = _INVISIBLE_RE.sub("", line)
@@ -317,10 +208,52 @@ def _clean_line(line: str) -> tuple[str, int, int]:
     return _WS.sub(" ", line).strip(), hidden, folded
 
 
+def _plain(text: str) -> bool:
+    """Whether ``_clean_line`` changes nothing in ``text``'s lines but their whitespace: no
+    invisible or tag character, no look-alike letter, nothing NFKC rewrites (full-width
+    letters, ligatures, combining marks)."""
+    return text.isascii() or (
+        not _SUSPECT.search(text) and unicodedata.is_normalized("NFKC", text))
+
+
+def _clean_lines(lines: list[str]) -> list[_Clean]:
+    """``_clean_line`` of each line; a plain line only has its whitespace collapsed (what
+    ``_clean_line`` does to it: ``\\s`` is ``str.isspace``)."""
+    return [(" ".join(x.split()), 0, 0) if _plain(x) else _clean_line(x) for x in lines]
+
+
 def _scan_segment(seg: _Segment, decoded: bool = False) -> _Found:
     if not seg.text.strip():
         return []
-    cleaned = [_clean_line(x) for x in seg.text.split("\n")]
+    lines = seg.text.split("\n")
+    cleaned: list[_Clean] | None
+    if _REFERENCE.get():  # the full scan: every line normalised, every rule run
+        cleaned = [_clean_line(x) for x in lines]
+        rules = [r for r in RULES if seg.where in r.where]
+    else:  # the triggers first (the words read once); a line normalised only if it changes
+        cleaned = None if _plain(seg.text) else _clean_lines(lines)
+        probe = (seg.text if cleaned is None else "\n".join(c[0] for c in cleaned)).casefold()
+        rules = triggered(seg.where, probe)
+        if rules and cleaned is None:
+            cleaned = _clean_lines(lines)
+    found = _rule_hits(seg, cleaned, rules) if rules and cleaned is not None else []
+    if not decoded and seg.where in TEXT_WHERE:
+        found += _base64_hits(seg)
+    if found and cleaned is not None:  # (None: every line plain, nothing hidden or folded)
+        for col, rule, what in ((1, "zero_width", "invisible characters"), (2, "homoglyph", "look-alikes")):  # noqa: E501
+            counts = [c[col] for c in cleaned]
+            if any(counts):
+                k = next(k for k, n in enumerate(counts) if n)
+                found.append((rule, seg.lines[k],
+                              _cut(f"{sum(counts)} {what} in: {cleaned[k][0]}")))
+    if not found and seg.where in SOURCE_WHERE:
+        found += _padding(seg, lines)
+    return found
+
+
+def _rule_hits(seg: _Segment, cleaned: list[_Clean], rules: Iterable[Rule]) -> _Found:
+    """What ``rules`` match in the normalised, case-folded text of ``seg``: one hit per rule
+    and line, with its excerpt as displayed."""
     display = "\n".join(c[0] for c in cleaned)
     starts = [0, *accumulate(len(c[0]) + 1 for c in cleaned[:-1])]
     text = display.casefold()
@@ -332,36 +265,28 @@ def _scan_segment(seg: _Segment, decoded: bool = False) -> _Found:
             back.extend([k] * len(folded))
         text = "".join(norm)
     found: _Found = []
-    for name, pattern, wheres in _RULES:
-        if seg.where not in wheres:
-            continue
+    for rule in rules:
         lines_hit: set[int] = set()
-        for m in pattern.finditer(text):
+        for m in rule.pattern.finditer(text):
             begin, end = back[m.start()], back[max(m.end() - 1, m.start())] + 1
             idx = bisect_right(starts, begin) - 1
             if idx not in lines_hit:
                 lines_hit.add(idx)
-                found.append((name, seg.lines[idx], _excerpt(display, starts[idx], begin, end)))
-    if not decoded and seg.where in _TEXT_WHERE:
-        found += _base64_hits(seg)
-    for col, rule, what in ((1, "zero_width", "invisible characters"), (2, "homoglyph", "look-alikes")):  # noqa: E501
-        counts = [c[col] for c in cleaned]
-        if found and any(counts):
-            k = next(k for k, n in enumerate(counts) if n)
-            found.append((rule, seg.lines[k], _cut(f"{sum(counts)} {what} in: {cleaned[k][0]}")))
-    if not found and seg.where in _SOURCE_WHERE:
-        found += _padding(seg, cleaned)
+                found.append((rule.name, seg.lines[idx],
+                              _excerpt(display, starts[idx], begin, end)))
     return found
 
 
-def _padding(seg: _Segment, cleaned: list[tuple[str, int, int]]) -> _Found:
+def _padding(seg: _Segment, lines: list[str]) -> _Found:
     """Words split by invisible characters, PADDING_HIT or more in a place: padded text."""
-    counts = [len(_PADDING_RE.findall(line)) for line in seg.text.split("\n")]
+    if not _REFERENCE.get() and len(_PADDING_RE.findall(seg.text)) < PADDING_HIT:
+        return []  # (no match spans a line break: the same count as line by line)
+    counts = [len(_PADDING_RE.findall(line)) for line in lines]
     if sum(counts) < PADDING_HIT:
         return []
     k = next(k for k, n in enumerate(counts) if n)
-    return [("zero_width", seg.lines[k],
-             _cut(f"{sum(counts)} invisible characters inside words in: {cleaned[k][0]}"))]
+    return [("zero_width", seg.lines[k], _cut(
+        f"{sum(counts)} invisible characters inside words in: {_clean_line(lines[k])[0]}"))]
 
 
 def _base64_hits(seg: _Segment) -> _Found:

@@ -17,6 +17,11 @@ The places:
 
 An output passage that the paired instructor cell also produces (a given test
 cell printing "8/8 tests passed" in the solution) is the instructor's.
+
+Each distinct text is scanned once per assignment (``injection_memo.ScanMemo``, kept
+with the instructor's text in the assignment's cache): the template and the solution
+first, then only what a submission does not share with them or with the submissions
+before it (a cell the student wrote or changed, its own outputs).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import logging
 import re
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.template import TemplateMatch, match_template
@@ -35,7 +40,8 @@ from ..layers.base import SubmissionContext
 from ..notebooks.load import load_notebook_node, strip_ansi
 from ..sandbox.execution import ExecutionResult
 from ..types import Notebook, Output
-from .injection import InjectionHit, scan_source, scan_text
+from .injection import InjectionHit
+from .injection_memo import ScanMemo
 
 __all__ = ["InstructorText", "fresh_outputs", "instructor_text", "scan_context",
            "scan_context_outputs", "scan_context_sources", "scan_submission"]
@@ -62,32 +68,37 @@ class InstructorText:
 
     sources: frozenset[Signature]  # every cell source, metadata and attachment
     outputs: Mapping[str, frozenset[Signature]]  # template cell id -> its cells' outputs
+    # what was scanned, with what it held: the submissions' texts seen before
+    memo: ScanMemo = field(default_factory=ScanMemo, compare=False, repr=False)
 
 
 def instructor_text(template: Notebook, solution: Notebook, template_raw: Any = None,
                     solution_raw: Any = None, solution_run: Fresh | None = None,
-                    ) -> InstructorText:
+                    memo: ScanMemo | None = None) -> InstructorText:
     """The passages the template and the solution (stored and, with ``solution_run``,
-    fresh outputs) match: a submission repeating them repeats the instructor."""
+    fresh outputs) match: a submission repeating them repeats the instructor. Their
+    texts are remembered in ``memo`` (a new one when None), which the submissions use."""
+    memo = ScanMemo() if memo is None else memo
     sources: set[Signature] = set()
     outputs: dict[str, set[Signature]] = {}
     paired = {o.cell.id: o.template_cell.id
               for o in match_template(template, solution, ()).origins if o.template_cell}
     for nb, raw in ((template, template_raw), (solution, solution_raw)):
-        for hit in _notebook_metadata(raw):
+        for hit in _notebook_metadata(raw, memo):
             sources.add(_signature(hit))
         for i, cell in enumerate(nb.cells):
             raw_cell = _raw_cell(raw, i)
-            sources.update(map(_signature, scan_source(cell, nb.language)))
-            sources.update(map(_signature, _cell_extras(cell.id, raw_cell)))
+            sources.update(map(_signature, memo.source(cell, nb.language)))
+            sources.update(map(_signature, _cell_extras(cell.id, raw_cell, memo)))
             key = cell.id if nb is template else paired.get(cell.id)
             if key is None:
                 continue
-            found = _stored_outputs(cell.id, raw_cell, cell.outputs)
+            found = _stored_outputs(cell.id, raw_cell, cell.outputs, memo)
             if nb is solution and solution_run is not None:
-                found += _fresh(cell.id, solution_run.get(cell.id, ()))
+                found += _fresh(cell.id, solution_run.get(cell.id, ()), memo)
             outputs.setdefault(key, set()).update(map(_signature, found))
-    return InstructorText(frozenset(sources), {k: frozenset(v) for k, v in outputs.items()})
+    return InstructorText(frozenset(sources), {k: frozenset(v) for k, v in outputs.items()},
+                          memo)
 
 
 def scan_submission(nb: Notebook, raw: Any, match: TemplateMatch, instructor: InstructorText,
@@ -102,9 +113,10 @@ def scan_submission(nb: Notebook, raw: Any, match: TemplateMatch, instructor: In
 
 def _source_hits(nb: Notebook, raw: Any, instructor: InstructorText) -> list[InjectionHit]:
     """The notebook's metadata, and every cell's source, metadata and attachments."""
-    hits = [h for h in _notebook_metadata(raw) if _signature(h) not in instructor.sources]
+    memo = instructor.memo
+    hits = [h for h in _notebook_metadata(raw, memo) if _signature(h) not in instructor.sources]
     for i, cell in enumerate(nb.cells):
-        own = [*scan_source(cell, nb.language), *_cell_extras(cell.id, _raw_cell(raw, i))]
+        own = [*memo.source(cell, nb.language), *_cell_extras(cell.id, _raw_cell(raw, i), memo)]
         hits += [h for h in own if _signature(h) not in instructor.sources]
     return hits
 
@@ -117,9 +129,9 @@ def _output_hits(nb: Notebook, raw: Any, match: TemplateMatch, instructor: Instr
         origin = match.origin(cell.id)
         pair = origin.template_cell.id if origin is not None and origin.template_cell else None
         given = instructor.outputs.get(pair, frozenset()) if pair is not None else frozenset()
-        outs = _stored_outputs(cell.id, _raw_cell(raw, i), cell.outputs)
+        outs = _stored_outputs(cell.id, _raw_cell(raw, i), cell.outputs, instructor.memo)
         if fresh is not None:
-            outs += _fresh(cell.id, fresh.get(cell.id, ()))
+            outs += _fresh(cell.id, fresh.get(cell.id, ()), instructor.memo)
         hits += [h for h in outs if _signature(h) not in given]
     return hits
 
@@ -145,7 +157,7 @@ def scan_context_outputs(ctx: SubmissionContext, fresh: Fresh | None = None,
 
 def _known(ctx: SubmissionContext) -> InstructorText:
     """What the instructor's notebooks match, once per assignment (and once more with the
-    solution's run, when layer 2 has made it)."""
+    solution's run, when layer 2 has made it), with the assignment's one ``ScanMemo``."""
     actx = ctx.assignment
     run = actx.cache.get("solution_run")
     solution_run = fresh_outputs(run) if isinstance(run, ExecutionResult) else None
@@ -154,8 +166,10 @@ def _known(ctx: SubmissionContext) -> InstructorText:
         known = actx.cache.get(key)
         if known is None:
             template_raw = load_notebook_node(actx.assignment.template)
+            memo = actx.cache.setdefault("injection_scan_memo", ScanMemo())
             known = actx.cache[key] = instructor_text(
-                actx.template, actx.solution, template_raw, actx.solution_raw, solution_run)
+                actx.template, actx.solution, template_raw, actx.solution_raw, solution_run,
+                memo)
     return known
 
 
@@ -177,24 +191,25 @@ def _raw_cell(raw: Any, index: int) -> Mapping[str, Any]:
     return cell if isinstance(cell, Mapping) else {}
 
 
-def _notebook_metadata(raw: Any) -> list[InjectionHit]:
+def _notebook_metadata(raw: Any, memo: ScanMemo) -> list[InjectionHit]:
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    return _metadata_hits(None, meta) if meta else []
+    return _metadata_hits(None, meta, memo) if meta else []
 
 
-def _cell_extras(cell_id: str, raw_cell: Mapping[str, Any]) -> list[InjectionHit]:
+def _cell_extras(cell_id: str, raw_cell: Mapping[str, Any], memo: ScanMemo,
+                 ) -> list[InjectionHit]:
     """A cell's metadata and attachments."""
-    hits = _metadata_hits(cell_id, raw_cell.get("metadata"))
+    hits = _metadata_hits(cell_id, raw_cell.get("metadata"), memo)
     attachments = raw_cell.get("attachments")
     if isinstance(attachments, Mapping):
         for name, bundle in attachments.items():
-            hits += scan_text(str(name), "attachment", cell_id)
+            hits += memo.text(str(name), "attachment", cell_id)
             if isinstance(bundle, Mapping):
-                hits += _bundle(cell_id, bundle, "attachment")
+                hits += _bundle(cell_id, bundle, "attachment", memo)
     return hits
 
 
-def _metadata_hits(cell_id: str | None, meta: Any) -> list[InjectionHit]:
+def _metadata_hits(cell_id: str | None, meta: Any, memo: ScanMemo) -> list[InjectionHit]:
     if not meta:
         return []
     lines = []
@@ -202,7 +217,7 @@ def _metadata_hits(cell_id: str | None, meta: Any) -> list[InjectionHit]:
         lines.append(s)
         if not any(c.isspace() for c in s) and (split := _SPLIT.sub(" ", s).strip()) != s:
             lines.append(split)  # tags and keys: "ignore-previous-instructions"
-    return scan_text("\n".join(lines), "metadata", cell_id)
+    return memo.text("\n".join(lines), "metadata", cell_id)
 
 
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
@@ -220,47 +235,48 @@ def _strings(value: Any, depth: int = 0) -> Iterator[str]:
             yield from _strings(v, depth + 1)
 
 
-def _stored_outputs(cell_id: str, raw_cell: Mapping[str, Any],
-                    outputs: Sequence[Output]) -> list[InjectionHit]:
+def _stored_outputs(cell_id: str, raw_cell: Mapping[str, Any], outputs: Sequence[Output],
+                    memo: ScanMemo) -> list[InjectionHit]:
     """Every stored output of a cell, in every format, and the outputs' metadata."""
     raw_outputs = raw_cell.get("outputs")
     if not isinstance(raw_outputs, list):  # no node: the normalised text outputs
-        return _fresh(cell_id, outputs, "output")
+        return _fresh(cell_id, outputs, memo, "output")
     hits: list[InjectionHit] = []
     for out in raw_outputs:
         if not isinstance(out, Mapping):
             continue
         kind = out.get("output_type")
         if kind == "stream":
-            hits += scan_text(_capped(strip_ansi(_text(out.get("text"))), cell_id), "output",
+            hits += memo.text(_capped(strip_ansi(_text(out.get("text"))), cell_id), "output",
                               cell_id)
         elif kind == "error":
             trace = "\n".join(map(str, out.get("traceback") or ()))
             text = f"{out.get('ename', '')}: {out.get('evalue', '')}\n{trace}"
-            hits += scan_text(_capped(strip_ansi(text), cell_id), "output", cell_id)
+            hits += memo.text(_capped(strip_ansi(text), cell_id), "output", cell_id)
         elif isinstance(out.get("data"), Mapping):
-            hits += _bundle(cell_id, out["data"], "output")
-        hits += _metadata_hits(cell_id, out.get("metadata"))
+            hits += _bundle(cell_id, out["data"], "output", memo)
+        hits += _metadata_hits(cell_id, out.get("metadata"), memo)
     return hits
 
 
-def _bundle(cell_id: str, bundle: Mapping[str, Any], where: str) -> list[InjectionHit]:
+def _bundle(cell_id: str, bundle: Mapping[str, Any], where: str, memo: ScanMemo,
+            ) -> list[InjectionHit]:
     """A mime bundle (an output's data, an attachment): every text format, and PNG text."""
     hits: list[InjectionHit] = []
     for mime, value in bundle.items():
         if _TEXT_MIME.match(mime):
             text = _json_text(value) if mime.endswith("json") else _text(value)
-            hits += scan_text(_capped(strip_ansi(text), cell_id), where, cell_id,
+            hits += memo.text(_capped(strip_ansi(text), cell_id), where, cell_id,
                               markup=mime in _MARKUP)
         elif mime == "image/png":
-            hits += scan_text(_png_text(_text(value)), where, cell_id)
+            hits += memo.text(_png_text(_text(value)), where, cell_id)
     return hits
 
 
-def _fresh(cell_id: str, outputs: Sequence[Output], where: str = "run_output",
-           ) -> list[InjectionHit]:
+def _fresh(cell_id: str, outputs: Sequence[Output], memo: ScanMemo,
+           where: str = "run_output") -> list[InjectionHit]:
     texts = [t for o in outputs for t in (o.text, *(text for _, text in o.rich)) if t]
-    return [h for t in texts for h in scan_text(t, where, cell_id)]
+    return [h for t in texts for h in memo.text(t, where, cell_id)]
 
 
 def _text(value: Any) -> str:
