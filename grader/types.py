@@ -37,6 +37,7 @@ class Cell:
     source: str
     outputs: tuple[Output, ...] = ()
     execution_count: int | None = None
+    locked: str = ""  # nbgrader's grade id of a read-only (locked) cell; "" otherwise
 
     @property
     def has_error(self) -> bool:

@@ -96,7 +96,10 @@ def test_an_nbgrader_notebook_becomes_template_solution_and_rubric():
     assert template[4] == "YOUR ANSWER HERE"
     assert "BEGIN SOLUTION" not in imported.solution.cells[1].source
     assert "range(1, n + 1)" in imported.solution.cells[1].source
-    assert all("nbgrader" not in c.metadata for c in imported.template.cells)
+    # only a locked cell keeps nbgrader's mark, as nbgrader releases it (edits are flagged)
+    assert all(c.metadata.get("nbgrader", {"locked": True}).get("locked") is True
+               and set(c.metadata.get("nbgrader", {})) <= {"grade_id", "locked"}
+               for c in imported.template.cells)
     assert rubric.criteria[2].checks[0].question == "Task 3"
     assert any(r.item.startswith("task 'plot_task'") for r in imported.report.carried)
     assert any("all or nothing" in r.todo for r in imported.report.carried)
@@ -185,7 +188,8 @@ def test_an_imported_nbgrader_assignment_checks_itself_and_grades(tmp_path):
     src.mkdir()
     nbformat.write(nbgrader_source(), src / "squares.ipynb")
     (src / "numbers.csv").write_text("n\n1\n2\n", encoding="utf-8")
-    assert "NOT carried" in import_and_check("nbgrader", src / "squares.ipynb", tmp_path / "sq")
+    out = import_and_check("nbgrader", src / "squares.ipynb", tmp_path / "sq")
+    assert "locked_cell_modified" in out  # the locked cell: kept locked, its edits flagged
     assert (tmp_path / "sq" / "numbers.csv").is_file()  # the data beside it came along
     scores = grade(tmp_path / "sq", {
         "right": ("def squares", "\n".join(line for line in SOLUTION.splitlines()
@@ -209,7 +213,8 @@ def test_an_nbgrader_notebook_uploaded_alone_creates_the_assignment_in_the_app(t
         assert made.title == "Squares homework"
         assert [c.id for c in made.rubric.criteria] == ["test_squares", "why", "plot_task"]
         assert parsed.report is not None
-        assert any(not r.carried for r in parsed.report.rows)  # the locked cell, listed
+        assert any(r.item.startswith("locked cell") and r.carried  # kept locked, listed
+                   for r in parsed.report.rows)
         template = nbformat.read(made.template, as_version=4)
         assert "raise NotImplementedError()" in template.cells[1].source
         solution = nbformat.read(made.solution, as_version=4)

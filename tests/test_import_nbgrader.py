@@ -58,6 +58,7 @@ def test_an_r_nbgrader_notebook_gets_the_r_stub_and_a_code_task():
     assert hidden.hidden
     assert "stopifnot" in hidden.code
     assert [c.type for c in rubric.criteria[1].checks] == ["runs"]  # answered in code
+    assert rubric.criteria[1].manual  # a task: graded by hand, as in nbgrader
     template = [c.source for c in imported.template.cells]
     assert template[3] == STUBS["r"]
     assert "fail()" in template[3]
@@ -66,8 +67,8 @@ def test_an_r_nbgrader_notebook_gets_the_r_stub_and_a_code_task():
     assert imported.solution.cells[3].source == "avg <- mean(x)"
     rows = {r.item.split(" (")[0]: r for r in imported.report.rows}
     assert rows["task 'task_plot'"].carried
-    assert "review" in rows["task 'task_plot'"].todo
-    assert not rows["locked cell 'given'"].carried
+    assert "for you to grade" in rows["task 'task_plot'"].imported_as
+    assert rows["locked cell 'given'"].carried
 
 
 @pytest.mark.slow
@@ -180,3 +181,24 @@ def test_nbgrader_is_a_tool_of_the_tests_only():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] in {"nbgrader", "otter"} for n in names), path
+
+
+def test_a_changed_locked_cell_is_flagged_as_nbgraders_checksums_would():
+    import copy
+
+    from grader.analysis.template import match_template
+    from grader.notebooks.load import load_notebook
+    imported = ps1("problem1")
+    template = load_notebook(nbformat.writes(imported.template).encode(), "t.ipynb")
+    assert any(c.locked for c in template.cells)
+    student = copy.deepcopy(imported.template)
+    kept = load_notebook(nbformat.writes(student).encode(), "s.ipynb")
+    assert not [f for f in match_template(template, kept, ()).flags
+                if f.code == "locked_cell_modified"]
+    locked = next(c for c in student.cells
+                  if (c.metadata.get("nbgrader") or {}).get("locked"))
+    locked.source += "\nI changed the instructions."
+    edited = load_notebook(nbformat.writes(student).encode(), "s.ipynb")
+    (flag,) = [f for f in match_template(template, edited, ()).flags
+               if f.code == "locked_cell_modified"]
+    assert "1 locked (read-only) cell" in flag.message

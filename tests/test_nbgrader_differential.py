@@ -162,12 +162,9 @@ ON_PURPOSE = {
         0.0, 0.5, "nbgrader scores a test cell all or nothing; our import makes its visible "
         "and hidden tests two checks of half its points each (the import report says so)"),
 }
-# differences that are defects issue 20 names: (submission, item) -> reason
-DEFECTS = {
-    ("reassigned", "hundred_value"): (
-        "issue 20 (where tests run): nbgrader runs each test cell at its position in the "
-        "notebook; we run tests after the whole notebook, so a later `hundred = 0` fails it"),
-}
+# differences that are defects issue 20 names: (submission, item) -> reason. None left:
+# ("reassigned", "hundred_value") was one until each test ran at its cell, as nbgrader's do
+DEFECTS: dict[tuple[str, str], str] = {}
 
 
 def submission(released: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
@@ -301,8 +298,7 @@ def test_an_unchanged_manual_answer_scores_0_as_in_nbgrader(both: Both, name: st
 
 def test_agreement_figure(both: Both):
     """Equal points per autograded test cell on all but the documented cases (the figure
-    is in a failure's message; on this set: 28 of 30, the 2 being ``ON_PURPOSE`` and the
-    ``reassigned`` defect)."""
+    is in a failure's message; on this set: 29 of 30, the 1 being ``ON_PURPOSE``)."""
     pairs = [(name, gid) for name in SUBMISSIONS for gid in TESTS]
     differ = {p for p in pairs
               if both.ours[p] != pytest.approx(both.theirs[p])}

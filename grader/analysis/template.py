@@ -183,9 +183,28 @@ def match_template(
         origins.append(CellOrigin(cell, status, own, paired))
     return TemplateMatch(
         origins,
-        _tamper_flags(tmpl_code, tmpl_cell_lines, submission, lang, placeholders, solution),
+        _tamper_flags(tmpl_code, tmpl_cell_lines, submission, lang, placeholders, solution)
+        + _locked_flags(template, submission),
         tmpl_md_lines,
     )
+
+
+def _plain(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _locked_flags(template: Notebook, submission: Notebook) -> list[Flag]:
+    """nbgrader's locked (read-only) cells the student changed, as nbgrader's checksums
+    catch them: a cell whose grade id the template locks, with other text (or type)."""
+    given = {c.locked: c for c in template.cells if c.locked}
+    changed = [c for c in submission.cells if c.locked in given and (
+        _plain(c.source) != _plain(given[c.locked].source) or c.kind != given[c.locked].kind)]
+    if not changed:
+        return []
+    return [Flag("locked_cell_modified", f"{len(changed)} locked (read-only) cell"
+                 f"{'s' if len(changed) > 1 else ''} of the template changed, as nbgrader's "
+                 "checksums would report", tuple(Evidence(c.id, None, f"locked cell {c.locked!r} "
+                                                          "changed") for c in changed[:5]))]
 
 
 def _best_template_cell(

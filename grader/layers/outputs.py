@@ -12,7 +12,8 @@ not allowed, or execution disabled), ``runs`` is scored from the stored outputs,
 output and test checks are marked "skipped" (so the criterion goes to review), and
 the report says so. Stored outputs that disagree with the fresh run in a way that moves
 a check are flagged, naming the check (``grader.layers.stale``).
-``test`` checks (the instructor's tests, run in both kernels after the notebook) are
+``test`` checks (the instructor's tests, judged against both notebooks after they ran,
+or at the cell a test's ``after`` names) are
 scored in ``grader.layers.tests``. A check the rubric marks ``hidden`` gives a result
 marked ``hidden``.
 """

@@ -1,5 +1,6 @@
 """Layer 2's ``test`` checks: the instructor's tests, run in the student's kernel and in
-the solution's (``grader.sandbox.tests`` runs them).
+the solution's (``grader.sandbox.tests`` runs them: after the notebook, or, for a test
+with ``after``, right after the cell that holds that text, as nbgrader and otter do).
 
 A test scores 1 when it passes in the student's kernel and 0 when it fails (an
 assertion, an error, its time limit, the kernel killed), with what failed as the
@@ -27,7 +28,7 @@ def key_of_test(criterion_id: str, name: str) -> str:
 
 def instructor_tests(rubric: Rubric) -> list[InstructorTest]:
     """The rubric's tests, in rubric order, as the sandbox runs them."""
-    return [InstructorTest(key_of_test(c.id, ch.name), ch.code, ch.timeout_s)
+    return [InstructorTest(key_of_test(c.id, ch.name), ch.code, ch.timeout_s, ch.after)
             for c in rubric.criteria for ch in c.evaluated if ch.type == "test"]
 
 

@@ -103,7 +103,11 @@ def to_cell(index: int, cell: NotebookNode, max_chars: int, label: str) -> Cell:
         outputs = _truncate([_output(o) for o in cell.get("outputs", [])], max_chars, label, index)
     count = cell.get("execution_count") if kind == "code" else None
     count = count if isinstance(count, int) else None
-    return Cell(str(cell.id), index, kind, text_of(cell.source), tuple(outputs), count)
+    meta = (cell.get("metadata") or {}).get("nbgrader")
+    locked = ""
+    if isinstance(meta, dict) and meta.get("locked") is True:
+        locked = str(meta.get("grade_id") or f"cell-{cell.id}")[:200]
+    return Cell(str(cell.id), index, kind, text_of(cell.source), tuple(outputs), count, locked)
 
 
 def _language_word(value: Any) -> Language | None:

@@ -8,8 +8,9 @@ once, each naming the criterion and the check.
 
 Schema version 2 adds, for ``calls`` and ``assigns``, any-of groups: an entry
 ``"read_csv | read.csv"`` is satisfied by either name (``alternatives``); ``test``
-checks, instructor code run in the student's kernel after the notebook ran (``name``,
-``code``, ``message`` shown on failure, ``timeout_s``); and ``hidden`` on any check
+checks, instructor code judged against the student's notebook after it ran, or right
+after the cell that holds ``after`` (``name``, ``code``, ``message`` shown on failure,
+``timeout_s``, ``after``); and ``hidden`` on any check
 (its result counts; its target, code and message never reach the student).
 
 It also adds reference values that need not come from the solution: ``value`` checks
@@ -69,6 +70,7 @@ class Check:
     code: str = ""  # test: assert statements / test functions (Python); stopifnot, testthat (R)
     message: str = ""  # test: what the student reads when it fails
     timeout_s: float = TEST_TIMEOUT_S  # test
+    after: str = ""  # test: runs right after the first code cell holding this text
     hidden: bool = False  # any check: counts, but the student never sees what it looked for
     expression: str = ""  # value: evaluated in the student's kernel and the solution's
     expected: tuple[Any, ...] = ()  # value: accepted values (JSON, lists as tuples); () = key's
@@ -177,6 +179,8 @@ def version_2_features(ch: Check) -> list[str]:
         used.append("alternatives (`a | b`)")
     if ch.type == "test":
         used.append("test checks")
+    if ch.after:
+        used.append("test positions (`after`)")
     if ch.hidden:
         used.append("hidden checks")
     if ch.type in ("value", "printed", "plot"):
@@ -231,7 +235,7 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
         if key in kw:
             kw[key] = tuple(_group(e) for e in kw[key])
     for key in ("variable", "question", "name", "code", "message", "expression", "pattern",
-                "evidence"):
+                "evidence", "after"):
         if key in data:
             if isinstance(data[key], str):
                 kw[key] = data[key]
@@ -319,6 +323,11 @@ def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
         if not 0 < ch.timeout_s <= MAX_TEST_TIMEOUT_S:
             problems.append(f"{where}.timeout_s: must be more than 0 and at most "
                             f"{MAX_TEST_TIMEOUT_S:g} seconds")
+        if ch.after and not ch.after.strip():
+            problems.append(f"{where}.after: the text of the cell the test runs after "
+                            "(leave `after` out to run it after the whole notebook)")
+    elif ch.after:
+        problems.append(f"{where}.after: only a test check runs at a position")
     if ch.type == "value" and not ch.expression.strip():
         problems.append(f"{where}: a value check needs `expression` (evaluated in the "
                         "student's kernel, e.g. `nrow(sales_clean)` or "

@@ -59,7 +59,7 @@ APPLIES = {
     "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial", "depends_on"),
     "runs": ("max_errors",),
     "answer": ("question", "min_words", "placeholders", "key_points", "levels"),
-    "test": ("name", "code", "message", "timeout_s", "depends_on"),
+    "test": ("name", "code", "message", "timeout_s", "after", "depends_on"),
     "value": ("expression", "expected", "accept", "rtol", "atol", "depends_on"),
     "printed": ("pattern", "number", "question", "evidence", "rtol", "atol", "depends_on"),
     "plot": ("question", "evidence", "depends_on"),

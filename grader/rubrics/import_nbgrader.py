@@ -10,7 +10,10 @@ becomes of each, as nbgrader's own ``assign`` step would release it:
   their points with a ``test`` check of the cell's code; a ``### BEGIN HIDDEN TESTS``
   / ``### END HIDDEN TESTS`` block becomes a second, ``hidden`` test (nbgrader scores
   the cell all or nothing; here each part carries half the points, and the report
-  says so);
+  says so). Both run where nbgrader runs the cell: ``after`` is the released cell's
+  text, so each runs right after it, before the cells below it (a cell that shows
+  nothing, or whose text an earlier cell holds too, runs after the notebook: the
+  report says so);
 - solution cells: the template gets nbgrader's stubs in place of each
   ``### BEGIN SOLUTION`` / ``### END SOLUTION`` region (``# YOUR CODE HERE`` with
   ``raise NotImplementedError()`` in Python, ``fail()`` in R, ``YOUR ANSWER HERE`` in
@@ -28,8 +31,9 @@ becomes of each, as nbgrader's own ``assign`` step would release it:
   heading above it ("Part A (2 points)"), else by the question's text without markup
   (no LaTeX, no horizontal rule, no closing colon), else by its grade id; criteria that
   would share a title are told apart by their grade ids;
-- locked cells' checksums and nbgrader's own configuration are not carried over: the
-  report lists each with what to do instead.
+- locked cells stay marked locked in the template (as nbgrader releases them), and a
+  submission that changes one is flagged ``locked_cell_modified`` (nbgrader's checksums
+  report the same); nbgrader's own configuration is not carried over.
 """
 
 from __future__ import annotations
@@ -162,6 +166,8 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
             bool(meta.get("task"))
         for part in (template.cells[i], solution.cells[i]):
             part.metadata.pop("nbgrader", None)
+        if meta.get("locked"):  # as nbgrader releases it: edits to it are flagged
+            template.cells[i].metadata["nbgrader"] = {"grade_id": gid, "locked": True}
         if sol:
             stub = TEXT_STUB if kind == "markdown" else STUBS[lang]
             try:
@@ -174,8 +180,9 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
                 template.cells[i].outputs, template.cells[i].execution_count = [], None
         heading, near = names_above(nb.cells, i, _is_answer)
         if grade and not sol and kind == "code":
+            after = _position(i, template, solution, cell.source, where)
             crit, row = _tests(cell.source, gid, criterion_id(gid, seen, f"cell-{i}"),
-                               _points(meta, where), heading or near, where)
+                               _points(meta, where), heading or near, where, after)
             criteria.append(crit)
             rows.append(row)
             visible, _ = _regions(cell.source, _BEGIN_HIDDEN, _END_HIDDEN)
@@ -191,14 +198,14 @@ def import_nbgrader(nb: Any, source: str = "<nbgrader notebook>") -> ImportedAss
                                   points, _answered_in_code(nb, i)))
             rows.append(ImportRow(f"task {gid!r} ({points:g} points)", where,
                                   True, f"criterion {criteria[-1].id} "
-                                  f"({criteria[-1].kind})", "nbgrader's tasks are graded by "
-                                  "hand from any cells: here the answer under the task is "
-                                  "read (written) or must run (code); add the checks it "
-                                  f"calls for {RUBRICS_PAGE}, and review these"))
+                                  f"({criteria[-1].kind}, manual): graded by hand as in "
+                                  "nbgrader, listed for you to grade in Review; the answer "
+                                  "under the task (or its run) is shown beside it, not scored"))
         elif meta.get("locked") and not grade:
-            rows.append(ImportRow(f"locked cell {gid!r}", where, False, todo=(
-                "nothing to do: a student's change to a given cell is flagged "
-                "(template_modified) and earns nothing, without nbgrader's checksums")))
+            rows.append(ImportRow(f"locked cell {gid!r}", where, True,
+                                  "kept locked in the template: a student's change to it is "
+                                  "flagged locked_cell_modified, as nbgrader's checksums "
+                                  "report it"))
         gids += [gid] * (len(criteria) - len(gids))
     if not criteria:
         raise RubricError(source, ["no graded cells: nbgrader marks them with "
@@ -222,8 +229,31 @@ def _title(nb: Any, source: str) -> str:
     return source.rsplit("/", 1)[-1].removesuffix(".ipynb")
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _position(i: int, template: Any, solution: Any, code: str, where: str) -> str:
+    """Where test cell ``i`` runs, as nbgrader runs it: right after the released cell,
+    found by its visible text ("" when it shows none, or an earlier cell holds that text
+    too: then after the notebook). The solution's cell is made to hold that text whole."""
+    try:
+        visible, hidden = _regions(code, _BEGIN_HIDDEN, _END_HIDDEN)
+    except ValueError as exc:
+        raise RubricError(where, [str(exc)]) from None
+    shown = "\n".join(visible).strip("\n")
+    if not shown.strip() or any(_flat(shown) in _flat(c.source) for c in template.cells[:i]
+                                if c.cell_type == "code"):
+        return ""
+    if _flat(shown) not in _flat(solution.cells[i].source):  # hidden tests in its middle
+        blocks = ["### BEGIN HIDDEN TESTS", *(line for b in hidden for line in b),
+                  "### END HIDDEN TESTS"]
+        solution.cells[i].source = "\n".join([shown, *blocks])
+    return shown
+
+
 def _tests(code: str, gid: str, cid: str, points: float, question: str,
-           where: str) -> tuple[Criterion, ImportRow]:
+           where: str, after: str = "") -> tuple[Criterion, ImportRow]:
     try:
         visible, hidden = _regions(code, _BEGIN_HIDDEN, _END_HIDDEN)
     except ValueError as exc:
@@ -235,10 +265,15 @@ def _tests(code: str, gid: str, cid: str, points: float, question: str,
     if not parts:
         raise RubricError(where, ["an autograded test cell with no code"])
     # no message of our own: the letter then quotes what failed (the assertion's line)
-    checks = tuple(Check("test", 1 / len(parts), name=name, code=text, hidden=hide)
-                   for name, text, hide in parts)
-    note = ("nbgrader scores the cell all or nothing; here its visible and hidden tests "
-            "are two checks of half the points each") if len(parts) == 2 else ""
+    checks = tuple(Check("test", 1 / len(parts), name=name, code=text, hidden=hide,
+                         after=after) for name, text, hide in parts)
+    notes = ["nbgrader scores the cell all or nothing; here its visible and hidden tests "
+             "are two checks of half the points each"] if len(parts) == 2 else []
+    if not after:
+        notes.append("its released cell shows no test of its own to find it by (or an "
+                     "earlier cell holds the same text): it runs after the whole notebook, "
+                     "not at its place as in nbgrader")
+    note = "; ".join(notes)
     crit = Criterion(cid, f"{question or gid}: tests" if question else gid, "code", points,
                      checks, task=question,
                      description=f"nbgrader's autograded tests {gid!r}.")
@@ -291,14 +326,15 @@ def _answered_in_code(nb: Any, index: int) -> bool:
 
 
 def _task(markdown: str, gid: str, cid: str, points: float, code: bool) -> Criterion:
-    """A task answered in code must run (the code model reads it); one answered in
-    words is a written answer under the task's text."""
+    """A task is graded by hand, as in nbgrader (``manual``: for you to grade); its check
+    (one answered in code must run, one in words is the answer under the task's text) is
+    shown beside it, not scored."""
     heading, prose = cell_names(markdown)
     question = heading or prose or gid
     about = f"nbgrader's task {gid!r}: " + " ".join(markdown.split())[:400]
     if code:
         return Criterion(cid, question, "code", points, (Check("runs", 1.0),),
-                         task=question, description=about)
+                         task=question, description=about, manual=True)
     return Criterion(cid, question, "written", points,
                      (Check("answer", 1.0, question=question),), task=question,
-                     description=about)
+                     description=about, manual=True)

@@ -9,7 +9,9 @@ resolves them (a case is ``hidden`` unless it says ``hidden: False``, as in otte
 ``all_or_nothing`` file is one check). A case runs as otter runs it: with Python's
 ``doctest`` in the student's namespace, its output compared exactly as doctest does
 (its own ``# doctest:`` directives apply), so a wrong function fails on the values it
-returns, not only on its type.
+returns, not only on its type; and where otter runs it: each check's ``after`` is the
+notebook's ``grader.check("q1")``, so it runs right after that cell, before the cells
+below it (a notebook without one: after the notebook, and the report says so).
 
 Not carried over, each listed in the report with what to do: suites'
 ``setup``/``teardown`` code (otter refuses them too), and
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import re
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -31,7 +34,7 @@ from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportRow, criterion_id
 from .schema import Criterion
 
-__all__ = ["doctest_code", "otter_criteria", "output_test_code", "read_ok_test",
+__all__ = ["check_call", "doctest_code", "otter_criteria", "output_test_code", "read_ok_test",
            "resolve_points"]
 
 _RUNNER = '''import doctest as _doctest
@@ -128,15 +131,30 @@ def resolve_points(total: Any, given: list[float | None]) -> list[float]:
     return [float(p) if p is not None else share for p in given]
 
 
-def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
+def check_call(qname: str, cells: Iterable[str] | None = None) -> str:
+    """Where otter checks question ``qname``: its ``grader.check("qname")`` call as the
+    notebook's ``cells`` (code sources) write it; "" when none does (None: otter's own
+    spelling, the notebook unknown)."""
+    if cells is None:
+        return f'grader.check("{qname}")'
+    call = re.compile(r"""grader\.check\(\s*(["'])""" + re.escape(qname) + r"\1\s*\)")
+    return next((m.group(0) for c in cells if (m := call.search(c))), "")
+
+
+def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str],
+                   cells: Iterable[str] | None = None
                    ) -> tuple[list[Criterion], list[ImportRow]]:
     """A criterion per OK-format file (``(name, text)`` pairs, in question order): a
     ``test`` check per case, weighted by the case's points as otter resolves them
-    (otter scores each case, unless the file says ``all_or_nothing``)."""
+    (otter scores each case, unless the file says ``all_or_nothing``), each run where
+    otter checks it: right after the student's ``grader.check("q1")`` (``check_call``
+    of the notebook's code ``cells``)."""
     criteria, rows = [], []
+    cells = None if cells is None else list(cells)
     for name, text in files:
         test = read_ok_test(text, name)
         qname = str(test.get("name") or name.rsplit("/", 1)[-1].removesuffix(".py"))
+        after = check_call(qname, cells)
         cases: list[dict[str, Any]] = []
         for k, suite in enumerate(test.get("suites") or []):
             if not isinstance(suite, dict):
@@ -165,12 +183,12 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
         total = sum(points)
         if whole:
             checks: tuple[Check, ...] = (Check("test", 1.0, name=qname, hidden=any(hides),
-                                               code=codes[0]),)
+                                               code=codes[0], after=after),)
         else:
             checks = tuple(Check(
                 "test", p / total if total else 1 / len(cases),
                 name=str(c.get("name") or f"{qname} - {j + 1}") + (" (hidden)" if hide else ""),
-                code=code, hidden=hide,
+                code=code, hidden=hide, after=after,
                 message="" if hide else str(c.get("failure_message") or ""))
                 for j, (c, p, code, hide) in enumerate(zip(cases, points, codes, hides,
                                                            strict=True)))
@@ -183,5 +201,7 @@ def otter_criteria(files: Iterable[tuple[str, str]], seen: set[str]
                               f"case{'s' * (n != 1)})", name,
                               True, f"criterion {cid}: {shown} visible and "
                               f"{len(cases) - shown} hidden test checks"
-                              + (" (all or nothing: one check)" if whole else "")))
+                              + (" (all or nothing: one check)" if whole else ""),
+                              "" if after else f"the notebook has no grader.check({qname!r}): "
+                              "its tests run after the whole notebook"))
     return criteria, rows

@@ -25,9 +25,15 @@ as otter assign would release them:
 - a manual question with a markdown answer becomes a written criterion with an
   ``answer`` check of its prompt; a manual question with code, a code criterion that
   must run (review it);
-- the tests are left out of the template and the solution (they run after the
-  notebook here); the boundary cells and the assignment config are dropped, and the
-  report says what the config asked for that is not carried over.
+- the tests are left out of the template and the solution; each runs where otter's
+  release checks its question: right after the cell holding ``grader.check("q1")``
+  (R: ``ottr::check("tests/q1.R")``), which otter assign puts after the question's
+  tests in the student's notebook; our template and solution carry that call in a
+  comment cell at the same place ("# The grader checks q1 here: grader.check(\"q1\")"),
+  so the tests run there too (a notebook without it runs them after the notebook, and
+  their note says so). The boundary cells and the
+  assignment config are dropped, and the report says what the config asked for that is
+  not carried over.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import re
 from typing import Any
 
 import yaml
+from nbformat.v4 import new_code_cell
 
 from ..errors import RubricError
 from .checks import Check
@@ -52,6 +59,13 @@ _BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS|PROMPT)\
 # otter's BEGIN_TEST_CONFIG_REGEX / END_TEST_CONFIG_REGEX (Python's """ and R's . = ")
 _CONFIG = re.compile(r'^\s*(?:\.\s*=\s*)?""?"?\s*#\s*BEGIN\s*TEST\s*CONFIG[^\n]*\n(.*?)\n'
                      r'\s*""?"?\s*#\s*END\s*TEST\s*CONFIG[^\n]*(\n|$)', re.S | re.I)
+
+
+def _check_cell(name: str, lang: str) -> str:
+    """The cell otter's release puts after a question's tests, as a comment here (no
+    otter in the student's kernel): the question's tests run right after it."""
+    call = f'ottr::check("tests/{name}.R")' if lang == "r" else f'grader.check("{name}")'
+    return f"# The grader checks {name} here: {call}"
 
 
 def _text(cell: Any) -> str:
@@ -179,6 +193,9 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
                         raise RubricError(where, ["# END QUESTION without # BEGIN QUESTION"])
                     criteria.append(_criterion(question, prompt, tests, answers, lang, seen,
                                                rows, where))
+                    if tests:  # where otter's release checks the question: tests run there
+                        for kept in (keep_t, keep_s):
+                            kept.append(new_code_cell(_check_cell(question["name"], lang)))
                     question = None
                 else:
                     block = what if kind == "BEGIN" else ""
@@ -264,9 +281,11 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
     except ValueError as exc:
         raise RubricError(where, [f"question {name!r}: {exc}"]) from None
     total = sum(points)
+    # where otter's release checks the question: its check cell, after the question's tests
+    after = f'ottr::check("tests/{name}.R")' if lang == "r" else f'grader.check("{name}")'
     checks = tuple(Check("test", w / total if total else 1 / len(tests),
                          name=f"{name} - {j + 1}" + (" (hidden)" if hid else ""),  # otter's
-                         code=code, hidden=hid,
+                         code=code, hidden=hid, after=after,
                          message="" if hid else msg)
                    for j, ((code, hid, _, msg), w) in enumerate(zip(tests, points,
                                                                    strict=True)))

@@ -12,7 +12,8 @@ kernel (``bridge``): the kernel only exports data (``datacodec``, bound before t
 student's first cell by ``pykernel`` / ``rkernel.R``), and the runner's verifiers
 (``pyverify`` with ``pyremote`` and ``pysummary``; ``rverify`` with ``rverify.R``) compute
 every summary (``inspect_code.VariableSummary``) and verdict (``tests``).
-``kernel_cache`` prebuilds caches a fresh home needs. ``runner`` (with ``runner_os``)
+``kernel_cache`` prebuilds caches a fresh home needs. ``runner`` (with ``runner_os``, and
+``runner_verdicts``: where each instructor test runs, at its cell or after the notebook)
 imports nothing of ours but its siblings, by path: it runs as ``python -I`` inside the
 sandbox.
 

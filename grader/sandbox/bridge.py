@@ -21,6 +21,19 @@ touched:
   found replaced, or a result line that never arrives makes the test ``unreliable`` and
   is reported (``tampering``), never a silent pass.
 
+A test run *live* (``test(..., live=True)``: a test with a position, run right after its
+cell as nbgrader runs a test cell) differs in exactly two ways, and in nothing that
+makes a verdict: the namespace is read afresh from the kernel (the cells before it ran),
+and the globals of the kernel the test deleted (present when it began, absent from its
+namespace when it ended, whether it passed or failed) are then deleted in the kernel,
+by the bound closure, so that the cells after it no longer have them, as after
+nbgrader's ``del squares``. What the test binds, rebinds or changes in place stays in
+the verifier (its values are copies); restoring what it deletes (nbgrader's ``finally:
+squares = orig_squares``) is the test's own business, and a restored name is not
+deleted. While a test (live or not) calls the student's code, the globals it has deleted
+so far are absent from the kernel and are put back after the call, as the test's own
+namespace still lacks them; a live test's deletions then become the kernel's.
+
 This module is loaded by path by ``runner.py`` (which runs as ``python -I`` and imports
 nothing of ``grader``), so it imports only the standard library.
 """
@@ -70,8 +83,10 @@ class Bridge(Protocol):
         an instructor's expression, evaluated by the verifier), and an error ("" if
         none) when nothing could be read."""
 
-    def test(self, code: str, timeout_s: float, kernel: KernelCall) -> TestVerdict:
-        """Run one instructor test against the student's kernel."""
+    def test(self, code: str, timeout_s: float, kernel: KernelCall,
+             live: bool = False) -> TestVerdict:
+        """Run one instructor test against the student's kernel (``live``: at its position,
+        its deletions applied to the kernel; see the module's docstring)."""
 
     def tampering(self) -> list[str]:
         """What the bridge saw of the notebook interfering with it (replaced bindings,

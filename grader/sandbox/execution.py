@@ -65,8 +65,9 @@ BWRAP = shutil.which("bwrap")
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 # the runner's siblings it loads by path: the verifiers and what they share with the kernel
 BRIDGE_FILES = tuple(RUNNER.with_name(n) for n in (
-    "runner_os.py", "runner_io.py", "bridge.py", "datacodec.py", "pykernel.py",
-    "pysummary.py", "pyremote.py", "pyverify.py", "rverify.py", "rverify.R", "rkernel.R"))
+    "runner_os.py", "runner_io.py", "runner_verdicts.py", "bridge.py", "datacodec.py",
+    "pykernel.py", "pysummary.py", "pyremote.py", "pyverify.py", "rverify.py", "rverify.R",
+    "rkernel.R"))
 REPO = RUNNER.parents[2]  # never visible inside the sandbox
 GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
 SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
@@ -198,7 +199,8 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
         runs, faults = read_tests(plan, outcome.events)
         checks_tampered += faults
         notes += [f"{e['error']}" if e.get("error") else f"test {e.get('after')} stopped the "
-                  "kernel: the notebook was run again in a fresh one for the tests after it"
+                  "kernel: the notebook was run again in a fresh one for the "
+                  f"{'cells and tests' if e.get('within') else 'tests'} after it"
                   for e in outcome.events if e.get("event") == "replay"]
     else:
         checks_tampered += [Evidence(None, None, str(f)) for e in outcome.events

@@ -19,7 +19,8 @@ Requests: ``{"op": ..., "canary": ...}`` with ``names`` (the user's global names
 ``export`` (values of names, as data), ``call`` (a student function or object, with
 arguments as data, globals a test deleted hidden meanwhile, stdout captured),
 ``getattr`` and ``apply`` (``repr``, ``str``, ``len``, ``iter``, ``getitem``,
-``contains``, ``eq``: only answers of exact types count). Every reply names the
+``contains``, ``eq``: only answers of exact types count), and ``forget`` (delete globals
+a live test deleted). Every reply names the
 built-ins and ``json`` functions found replaced since the preamble.
 """
 
@@ -146,6 +147,11 @@ def _grader_bind(codec_source, secret, marker, name):
             elif op == "call":
                 body = called(codec.dec(request["target"]), codec.dec(request["args"]),
                               codec.dec(request["kwargs"]), request.get("deleted", []))
+            elif op == "forget":  # a live test's deletions (its own del), made here
+                for k in request["names"]:
+                    if type(k) is str and k not in own:
+                        user.pop(k, None)
+                body = {}
             elif op == "getattr":
                 body = codec.enc(getattr(codec.dec(request["target"]), request["name"]))
             elif op == "apply":

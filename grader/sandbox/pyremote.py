@@ -7,18 +7,23 @@ prints what it printed); reading an attribute, ``repr``, ``len``, iteration and 
 are asked of the kernel too, and count only when they answer with plain data. A
 reference equals nothing but another reference (then the kernel's ``==`` is asked, and
 must answer a plain bool): an object whose ``==`` is always true passes no comparison
-with the instructor's data. Loaded by path by the runner: standard library only.
+with the instructor's data. ``Alarm`` stops the instructor's own code at the test's
+deadline. Loaded by path by the runner: standard library only.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dis
 import re
+import signal
+import threading
+import time
 import types
 from typing import Any
 
-__all__ = ["BUILTIN_NAMES", "BridgeFault", "KernelStopped", "Remote", "StudentError",
+__all__ = ["BUILTIN_NAMES", "Alarm", "BridgeFault", "KernelStopped", "Remote", "StudentError",
            "referenced_names"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -105,3 +110,45 @@ def referenced_names(code: types.CodeType) -> set[str]:
         elif isinstance(const, tuple):
             found |= {n for c in const if isinstance(c, str) for n in _IDENT.findall(c)}
     return found
+
+
+class Alarm:
+    """The instructor's own code runs here, so a test that loops forever is stopped by a
+    timer (SIGALRM, main thread only), paused while the kernel answers a request (the
+    kernel call has its own time limit, and the timer must not fire inside nbclient)."""
+
+    @staticmethod
+    def _usable() -> bool:
+        return threading.current_thread() is threading.main_thread()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def armed(bridge: Any) -> Any:
+        if not Alarm._usable():
+            yield
+            return
+
+        def ring(_signum: int, _frame: Any) -> None:
+            raise KernelStopped("timeout")
+
+        previous = signal.signal(signal.SIGALRM, ring)
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, bridge.deadline - time.monotonic()))
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def paused(bridge: Any) -> Any:
+        if not Alarm._usable():
+            yield
+            return
+        left, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            yield
+        finally:
+            if left > 0:  # it was armed: rearm with what the deadline leaves
+                signal.setitimer(signal.ITIMER_REAL,
+                                 max(0.01, bridge.deadline - time.monotonic()))

@@ -14,7 +14,8 @@ refers to that the student's kernel defines is:
   reference (then the kernel's ``==`` is asked, and must answer a plain bool): an object
   whose ``==`` is always true passes no comparison with the instructor's data.
 A test that deletes a global (``del squares``, nbgrader's way to check that a function
-does not depend on it) has that global hidden in the kernel while it calls the student.
+does not depend on it) has that global hidden in the kernel while it calls the student;
+a live test (one with a position) then has it deleted there (``bridge``'s docstring).
 A student function named like a Python built-in is not taken: the test uses Python's own,
 and the verdict's note says so.
 
@@ -33,9 +34,7 @@ import io
 import json
 import re
 import secrets
-import signal
 import sys
-import threading
 import time
 import types
 from pathlib import Path
@@ -60,11 +59,13 @@ else:  # loaded by path by the runner (python -I, no package)
         "datacodec", "pykernel", "pyremote", "pysummary"))
 
 BridgeFault, KernelStopped, Remote = pyremote.BridgeFault, pyremote.KernelStopped, pyremote.Remote
+Alarm = pyremote.Alarm
 StudentError = pyremote.StudentError
 
 __all__ = ["PythonBridge"]
 
 MAX_DETAIL = 2000
+FORGET_S = 10.0  # what a live test's deletions may take in the kernel, past its own time
 # modules a reference may be rebuilt from here (import-time effects we know to be none)
 _IMPORTABLE = frozenset({
     "numpy", "pandas", "math", "cmath", "statistics", "re", "collections", "itertools",
@@ -106,7 +107,7 @@ class PythonBridge:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise KernelStopped("timeout")
-        with _Alarm.paused(self):
+        with Alarm.paused(self):
             got = self.kernel(f"__import__('sys').modules[{self.name!r}].handle({request!r})\n",
                               left)
         if got["outcome"] != "ok":
@@ -219,7 +220,17 @@ class PythonBridge:
         return ns, hidden
 
     # -- the Bridge protocol ------------------------------------------------------------
-    def test(self, code: str, timeout_s: float, kernel: Any) -> dict[str, Any]:
+    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False
+             ) -> dict[str, Any]:
+        if not live:
+            return self._judge(code, timeout_s, kernel, False)
+        self._globals, self._trees = None, {}  # the cells before it ran: read them afresh
+        try:
+            return self._judge(code, timeout_s, kernel, True)
+        finally:
+            self._globals, self._trees = None, {}  # and the cells after it will run
+
+    def _judge(self, code: str, timeout_s: float, kernel: Any, live: bool) -> dict[str, Any]:
         started = time.monotonic()
         self.kernel, self.deadline = kernel, started + timeout_s
         filename = "<instructor test>"
@@ -249,10 +260,19 @@ class PythonBridge:
             if named:
                 note = ("the notebook defines " + ", ".join(named)
                         + ": the test used Python's own")
-            present = set(ns)
+            present, failure = set(ns), None
             self.deleted = []
-            with contextlib.redirect_stdout(io.StringIO()), _Alarm.armed(self):
-                _Tracker.run(self, compiled, ns, present)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), Alarm.armed(self):
+                    _Tracker.run(self, compiled, ns, present)
+            except (KernelStopped, BridgeFault):
+                raise
+            except (Exception, SystemExit) as exc:  # the verdict, once the deletions are done
+                failure = exc
+            if live:
+                self._forget(sorted(_Tracker.gone(ns, present)))
+            if failure is not None:
+                raise failure
         except KernelStopped as stop:
             what = (f"did not finish within {timeout_s:g} s" if stop.outcome == "timeout"
                     else "the kernel died during this test (memory, or a crash?)")
@@ -267,6 +287,12 @@ class PythonBridge:
             return verdict("failed", f"{type(exc).__name__}: {exc}" + (f" ({line})" if line
                                                                          else ""), note=note)
         return verdict("passed", note=note)
+
+    def _forget(self, names: list[str]) -> None:
+        """A live test's deletions, made in the kernel (by the bound closure)."""
+        if names:
+            self.deadline = max(self.deadline, time.monotonic() + FORGET_S)
+            self._ask("forget", names=names)
 
     def inspect(self, names: list[str], kernel: Any) -> tuple[list[dict[str, Any]], str]:
         self.kernel, self.deadline = kernel, time.monotonic() + 60
@@ -321,48 +347,6 @@ class PythonBridge:
         self.kernel = None
 
 
-class _Alarm:
-    """The instructor's own code runs here, so a test that loops forever is stopped by a
-    timer (SIGALRM, main thread only), paused while the kernel answers a request (the
-    kernel call has its own time limit, and the timer must not fire inside nbclient)."""
-
-    @staticmethod
-    def _usable() -> bool:
-        return threading.current_thread() is threading.main_thread()
-
-    @staticmethod
-    @contextlib.contextmanager
-    def armed(bridge: PythonBridge) -> Any:
-        if not _Alarm._usable():
-            yield
-            return
-
-        def ring(_signum: int, _frame: Any) -> None:
-            raise KernelStopped("timeout")
-
-        previous = signal.signal(signal.SIGALRM, ring)
-        signal.setitimer(signal.ITIMER_REAL, max(0.01, bridge.deadline - time.monotonic()))
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def paused(bridge: PythonBridge) -> Any:
-        if not _Alarm._usable():
-            yield
-            return
-        left, _ = signal.setitimer(signal.ITIMER_REAL, 0)
-        try:
-            yield
-        finally:
-            if left > 0:  # it was armed: rearm with what the deadline leaves
-                signal.setitimer(signal.ITIMER_REAL,
-                                 max(0.01, bridge.deadline - time.monotonic()))
-
-
 class _Tracker:
     """Runs a compiled test; before each call into the kernel, globals the test deleted
     (present before, gone now) are hidden there too."""
@@ -373,7 +357,7 @@ class _Tracker:
         original = bridge.call
 
         def call(target: Remote, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            bridge.deleted = sorted(n for n in present if n not in ns and not n.startswith("__"))
+            bridge.deleted = sorted(_Tracker.gone(ns, present))
             return original(target, args, kwargs)
 
         bridge.call = call  # type: ignore[method-assign]
@@ -386,3 +370,8 @@ class _Tracker:
                     value()
         finally:
             bridge.call = original  # type: ignore[method-assign]
+
+    @staticmethod
+    def gone(ns: dict[str, Any], present: set[str]) -> set[str]:
+        """The globals the test deleted: present when it began, absent now."""
+        return {n for n in present if n not in ns and not n.startswith("__")}

@@ -165,6 +165,9 @@ main <- function(...) {
     } else if (op == "call") {
       paste0(top, call_student(unhex(rest[[1L]]), hexraw(rest[[2L]]),
                                 vapply(rest[-(1:2)], unhex, ""), st))
+    } else if (op == "forget") {  # a live test's deletions (its own rm), made here
+      for (n in vapply(rest, unhex, "")) if (exists(n, envir = G, inherits = FALSE)) rm(list = n, envir = G)
+      top
     } else stop("an unknown request")
   }, error = function(e) paste0('"failed":', chr(message_of(e))))
   done <- TRUE

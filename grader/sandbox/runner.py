@@ -28,15 +28,18 @@ happen (so that everything done before a kill is kept):
     {"event": "inspect", "values": [<summary>, ...], "error": ...}
     {"event": "test", "id": ..., "outcome": "ok" | "timeout" | "dead" | "not run",
      "status": "passed" | "failed" | "unreliable", "detail": ..., "note": ...,
-     "error": ..., "seconds": ..., "timeout_s": ...}    (one per test)
-    {"event": "replay", "after": <test id>, "error": ...}
+     "error": ..., "seconds": ..., "timeout_s": ...}    (one per test; a test with a
+                                    position comes right after the "cell" event of its cell)
+    {"event": "replay", "after": <test id>, "within": <mid-notebook>, "error": ...}
     {"event": "tampering", "found": [...]}    (what the bridge saw of the notebook's doing)
     {"event": "done"}          or   {"event": "fatal", "error": ...}
 
-Each of the ``tests`` (``grader.sandbox.tests``) has its own time limit. After a test that
-times out, a ``ping`` cell must answer within PING_TIMEOUT_S; when it does not, or the test
-killed the kernel, the kernel is replaced and the notebook run again (after the preamble)
-for the tests after it, while ``replay_budget_s`` lasts (else they are "not run").
+The ``tests`` (``grader.sandbox.tests``) are run by ``runner_verdicts.py``: a test with a
+position (``after``) right after the first code cell holding its text, the others after
+the notebook. Each has its own time limit. After a test that times out, a ``ping`` cell
+must answer within its PING_TIMEOUT_S; when it does not, or the test killed the kernel, the
+kernel is replaced and the notebook run again (after the preamble) for the cells and
+tests after it, while ``replay_budget_s`` lasts (else they are "not run").
 
 A cell's status is the kernel's execute reply (``status``, ``ename``, ``evalue``), which
 a replaced ``showtraceback`` does not change, though it silences the error output; a
@@ -59,6 +62,7 @@ import os
 import secrets
 import sys
 import time
+import types
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,7 +72,6 @@ from nbclient.exceptions import DeadKernelError
 
 INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
-PING_TIMEOUT_S = 10
 TIMEOUT = "CellTimeoutError"
 
 
@@ -131,18 +134,22 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
                     emit(event="bridge", error=bound["error"])
             if probe:
                 emit(event="probe", when="before", **_hidden(client, nb, probe, replies))
+            tests = _sibling("runner_verdicts").Tests(
+                _OPS, client, nb, spec, bridge, replies, emit, kernel) if (
+                bridge is not None and spec.get("tests")) else None
             started = time.monotonic()
             deadline = started + spec["total_timeout_s"]  # kernel start-up not counted
-            stop = _run_cells(client, nb, spec, deadline, replies, emit)
-            ran_s = time.monotonic() - started
+            stop = _run_cells(client, nb, spec, deadline, replies, emit,
+                              tests.at if tests is not None else None)
+            ran_s = time.monotonic() - started - (tests.spent if tests is not None else 0.0)
             if stop:
                 emit(event="stop", reason=stop)
             if probe and stop != "dead":
                 emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
             if bridge is not None and spec.get("inspect"):
                 _inspect(client, nb, bridge, spec["inspect"], stop, replies, emit)
-            if bridge is not None and spec.get("tests"):
-                _tests(client, nb, spec, bridge, stop, ran_s, replies, emit, kernel)
+            if tests is not None:
+                tests.rest(stop, ran_s)
             if bridge is not None:
                 emit(event="tampering", found=bridge.tampering())
     except Exception as exc:
@@ -158,8 +165,11 @@ def _timed_out(replies: dict[int, Any], index: int) -> bool:
 
 
 def _run_cells(client: _Client, nb: Any, spec: dict[str, Any], deadline: float,
-               replies: dict[int, Any], emit: Any) -> str:
-    for index, cell in enumerate(list(nb.cells)):
+               replies: dict[int, Any], emit: Any, after: Any = None,
+               upto: int | None = None) -> str:
+    """Run the code cells (up to cell ``upto`` when given), calling ``after(index)`` after
+    each (the tests due there: their time is not the notebook's); "" or why it stopped."""
+    for index, cell in enumerate(list(nb.cells)[:None if upto is None else upto + 1]):
         if cell.cell_type != "code":
             continue
         remaining = deadline - time.monotonic()
@@ -192,6 +202,12 @@ def _run_cells(client: _Client, nb: Any, spec: dict[str, Any], deadline: float,
         )
         if stop:
             return stop
+        if after is not None:
+            began = time.monotonic()
+            stop = after(index)
+            deadline += time.monotonic() - began
+            if stop:
+                return stop
     return ""
 
 
@@ -252,48 +268,6 @@ def _asker(client: NotebookClient, nb: Any, replies: dict[int, Any]) -> Any:
     return ask
 
 
-def _tests(client: NotebookClient, nb: Any, spec: dict[str, Any], bridge: Any, stop: str,
-           ran_s: float, replies: dict[int, Any], emit: Any,
-           kernel: contextlib.ExitStack) -> None:
-    """Each test judged by the bridge with its own time limit; a test that hangs or kills
-    the kernel is reported, and the tests after it run in a fresh kernel that ran the
-    notebook again (see the module's docstring)."""
-    broken = "the kernel died while the notebook ran" if stop == "dead" else ""
-    until = time.monotonic() + spec.get("replay_budget_s", 0)
-    for test in spec["tests"]:
-        if broken:
-            emit(event="test", id=test["id"], outcome="not run", text="", error=broken)
-            continue
-        try:
-            got = dict(bridge.test(test["code"], test["timeout_s"], _asker(client, nb, replies)))
-        except Exception as exc:  # the verifier itself broke: say so, never a pass
-            got = {"outcome": "ok", "status": "unreliable", "seconds": 0.0, "note": "",
-                   "detail": f"the verifier failed: {type(exc).__name__}: {exc}"}
-        emit(event="test", id=test["id"], timeout_s=test["timeout_s"], **got)
-        if got["outcome"] == "timeout":
-            got = _cell(client, nb, spec["ping"], PING_TIMEOUT_S, replies)
-        if got["outcome"] != "ok":
-            broken = _renew(client, nb, spec, bridge, ran_s, until, replies, kernel, test["id"])
-            emit(event="replay", after=test["id"], error=broken)
-
-
-def _renew(client: NotebookClient, nb: Any, spec: dict[str, Any], bridge: Any, ran_s: float,
-           until: float, replies: dict[int, Any], kernel: contextlib.ExitStack,
-           after: str) -> str:
-    """A fresh kernel that ran the notebook again; "" or why the next tests cannot run."""
-    left = until - time.monotonic()
-    if left < ran_s * 1.5 + PING_TIMEOUT_S:
-        return (f"test {after} stopped the kernel, and no time is left to run the notebook "
-                "again for the tests after it")
-    kernel.close()  # shuts the stuck or dead kernel down
-    kernel.enter_context(client.setup_kernel())
-    bound = _hidden(client, nb, bridge.preamble(), replies)
-    if bound["error"]:
-        return f"after test {after} the grader could not bind its checks: {bound['error']}"
-    stop = _run_cells(client, nb, spec, time.monotonic() + left, replies, lambda **_: None)
-    return f"after test {after} the notebook did not run again ({stop})" if stop else ""
-
-
 def _inspect(client: NotebookClient, nb: Any, bridge: Any, names: list[str], stop: str,
              replies: dict[int, Any], emit: Any) -> None:
     if stop == "dead":
@@ -304,6 +278,9 @@ def _inspect(client: NotebookClient, nb: Any, bridge: Any, names: list[str], sto
     except Exception as exc:  # the verifier itself broke: nothing inspected, and why
         values, error = [], f"the verifier failed: {type(exc).__name__}: {exc}"
     emit(event="inspect", values=values, error=error)
+
+
+_OPS = types.SimpleNamespace(cell=_cell, hidden=_hidden, asker=_asker, run_cells=_run_cells)
 
 
 def main(argv: list[str]) -> int:

@@ -9,7 +9,7 @@
 # {"op": "abort"}) and for calls of the student's functions ({"op": "call", "name",
 # "args": hex of serialize(), "deleted": [...]}, answered by {"op": "value", "value":
 # node, "error", "printed", "messages", "warnings"} or {"op": "abort"}), and ends with
-# {"op": "result", ...}. Values arrive as nodes (see rkernel.R), decoded here into
+# {"op": "result", ...} (a test's with "deleted": the names a live test deleted). Values arrive as nodes (see rkernel.R), decoded here into
 # atomic vectors and lists only: no closure, environment or language object of the
 # student's ever exists in this process, and none of the student's S3 methods.
 V <- new.env()
@@ -193,8 +193,10 @@ local(envir = V, {
           detail <- paste0(t$test, ": ", conditionMessage(r))
       }
     }
+    # a live test's deletions: what it had of the notebook's and no longer has
+    gone <- if (isTRUE(req$live)) setdiff(stored, ls(env, all.names = TRUE)) else character(0)
     list(status = if (nzchar(detail)) "failed" else "passed", detail = substr(detail, 1L, max),
-         note = note)
+         note = note, deleted = I(gone))
   }
 
   # -- inspection: the summaries inspect_code.py's R code makes, from the data ---------

@@ -10,6 +10,9 @@ library of the student's on its path: it asks this class for the values a test n
 (``export``) and for calls of the student's functions (``call``, through a proxy), and
 this class runs each request as a hidden cell through the runner's ``kernel`` callable.
 
+A live test (``test(..., live=True)``, one with a position) gets from the verifier the
+names it deleted, which a ``forget`` request then deletes in the kernel (``bridge``).
+
 Whatever goes wrong becomes a verdict, never an exception: a kernel that hangs or dies
 during a call ("timeout" / "dead", failed), a verifier that hangs (killed: "timeout")
 or dies, a reply without exactly one marker line, a canary that comes back wrong, or a
@@ -50,6 +53,7 @@ EXPORT_LIMIT = 5_000_000  # values (cells, elements) one export may hold
 INSPECT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 60.0  # the verifier's start (R, jsonlite), not counted in a test's time
 GRACE_S = 5.0  # what the verifier may take beyond a test's time before it is killed
+FORGET_TIMEOUT_S = 10.0  # what a live test's deletions may take in the kernel
 HEX = re.compile(r"[0-9a-f]*")
 
 
@@ -232,15 +236,19 @@ class RBridge:
             self._verifier.kill()
             self._verifier = None
 
-    def test(self, code: str, timeout_s: float, kernel: Any) -> dict[str, Any]:
+    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False
+             ) -> dict[str, Any]:
         started = time.perf_counter()
         outcome, status, detail, note = "ok", "unreliable", "", ""
         try:
-            got = self._session({"op": "test", "code": code, "max": MAX_DETAIL}, kernel,
-                                timeout_s)
+            got = self._session({"op": "test", "code": code, "max": MAX_DETAIL, "live": live},
+                                kernel, timeout_s)
             status, detail, note = (str(got.get(k) or "") for k in ("status", "detail", "note"))
             if status not in ("passed", "failed", "unreliable"):
                 status, detail = "unreliable", f"the verifier failed: {detail or status}"
+            gone = got.get("deleted") if live and status != "unreliable" else None
+            if gone:
+                self._forget([str(n) for n in gone] if isinstance(gone, list) else [], kernel)
         except _Failure as exc:
             outcome, status, detail = exc.outcome, exc.status, exc.detail
         seconds = round(time.perf_counter() - started, 3)
@@ -325,6 +333,18 @@ class RBridge:
         except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
             raise _Failure("ok", "unreliable", f"unreadable data from the kernel ({exc})") from exc
 
+    def _forget(self, names: list[str], kernel: Any) -> None:
+        """A live test's deletions, made in the kernel by the bound closure."""
+        canary, number = secrets.token_hex(8), secrets.randbelow(10**9) / 1024
+        fields = [_hex(f) for f in ("forget", canary, repr(number), *names)]
+        got = kernel(f"{self._name}({', '.join(fields)})", FORGET_TIMEOUT_S)
+        if got.get("outcome") != "ok":
+            raise _Failure(str(got.get("outcome")), "failed",
+                           "the kernel stopped while the test's deletions were made")
+        what = "the test's deletions"
+        self._reply("forget", self._line(str(got.get("text", "")), str(got.get("error", "")),
+                                         what), canary, number, 0)
+
     def _line(self, text: str, error: str, what: str) -> dict[str, Any]:
         lines = [ln for ln in text.split("\n") if self._marker in ln]
         if len(lines) != 1:
@@ -355,6 +375,8 @@ class RBridge:
         if bound:
             raise _Failure("ok", "unreliable",
                            "the notebook replaced what the export uses: " + ", ".join(bound))
+        if op == "forget":
+            return {}
         if op == "export":
             if len(data["values"]) != wanted:
                 raise ValueError("not one value per name")

@@ -3,12 +3,20 @@
 A rubric's ``test`` check is the instructor's code. Python: assert statements, and
 functions named ``test`` or ``test_*`` that the code defines (each is called, without
 arguments). R: ``stopifnot``, testthat expectations and ``test_that`` blocks. The
-runner's bridge (``grader.sandbox.bridge``) judges each test after the notebook (and
-after the inspection of its variables, which a test therefore cannot change) in a
-verifier the notebook never touched: the student's values reach it as data and the
-student's functions run in the kernel, called with the instructor's inputs, their
-results coming back as data. So a patched serialiser, a masked base function, a fake
-method or an always-equal object cannot turn a failed test into a passed one.
+runner's bridge (``grader.sandbox.bridge``) judges each test in a verifier the notebook
+never touched: the student's values reach it as data and the student's functions run in
+the kernel, called with the instructor's inputs, their results coming back as data. So
+a patched serialiser, a masked base function, a fake method or an always-equal object
+cannot turn a failed test into a passed one.
+
+When a test runs: by default after the notebook (and after the inspection of its
+variables, which such a test therefore cannot change). A test with a position
+(``after``: a text) runs as nbgrader runs a test cell and otter its ``grader.check``:
+right after the first code cell whose source holds that text (whitespace normalised),
+before the cells after it, on the kernel's namespace as it is then, and what it deletes
+stays deleted (``grader.sandbox.bridge`` says exactly what reaches the kernel). When no
+cell holds the text, or the notebook stopped before that cell, it runs after the
+notebook as the others do, and its note says so.
 
 ``test_plan`` lists the tests for the runner; ``read_tests`` turns the runner's ``test``
 events into one ``TestRun`` per test: passed, failed (with the assertion's message, the
@@ -40,6 +48,7 @@ class InstructorTest:
     key: str  # unique in one run (the layer uses "criterion/name")
     code: str
     timeout_s: float
+    after: str = ""  # its position: the text of the code cell it runs after ("": the end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +89,8 @@ def test_plan(language: str, tests: Sequence[InstructorTest]) -> TestPlan | None
     """The runner's list of ``tests``; None when there are none or none can be judged."""
     if not tests or language not in PING:
         return None
-    items = tuple({"id": t.key, "timeout_s": t.timeout_s, "code": t.code} for t in tests)
+    items = tuple({"id": t.key, "timeout_s": t.timeout_s, "code": t.code}
+                  | ({"after": t.after} if t.after.strip() else {}) for t in tests)
     return TestPlan(items, PING[language], tuple(t.key for t in tests))
 
 

@@ -101,8 +101,9 @@ def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
             texts.append((str(p), p.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(str(p), f"cannot be read ({exc})") from None
-    criteria, rows = otter_criteria(texts, set())
     tpl, sol = _read(template), _read(solution)
+    criteria, rows = otter_criteria(texts, set(), [c.source for c in tpl.cells
+                                                   if c.cell_type == "code"])
     lang = str((tpl.metadata.get("kernelspec") or {}).get("language", "python")).lower()
     if lang != "python":
         raise RubricError(str(tests), ["otter's OK-format tests are Python doctests; this "
@@ -115,7 +116,8 @@ def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
     rows.append(ImportRow("grader.check(...) and otter.Notebook() cells", str(template), False,
                           todo="nothing to do: kept as given; without otter installed they "
                                "fail here, and a given cell's error is never the student's "
-                               "(the tests run after the notebook, in the student's kernel)"))
+                               "(each question's tests run right after its grader.check "
+                               "cell, judged outside the student's kernel)"))
     imported = ImportedAssignment(ImportReport(rubric, tuple(rows), "otter's tests"),
                                   copy.deepcopy(tpl), copy.deepcopy(sol))
     out.mkdir(parents=True, exist_ok=True)
