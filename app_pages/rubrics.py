@@ -51,6 +51,9 @@ CRITERIA_CONFIG = {
         required=True),
     "kind": st.column_config.SelectboxColumn("kind", options=list(KINDS), required=True),
     "points": st.column_config.NumberColumn("points", min_value=0.0, required=True),
+    "manual": st.column_config.CheckboxColumn(
+        "manual", help="Graded by hand: no automatic points; listed for you to grade in "
+        "Review until your override gives its points."),
     "task": st.column_config.TextColumn(
         "task", help="Text of the template's markdown cell that introduces the task."),
     "expectations": st.column_config.TextColumn(
@@ -186,7 +189,8 @@ st.subheader("Criteria")
 st.caption(f"Editing {draft['source']}. Add rows at the bottom, delete with the row "
            "checkbox, reorder with the order column.")
 title = st.text_input("Title", value=base.title, key=draft_key(draft, "title"))
-criteria = st.data_editor(pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS),
+criteria = st.data_editor(pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS).astype(
+                              {"manual": "boolean"}),  # a new row may leave it empty
                           key=draft_key(draft, "criteria"), num_rows="dynamic", hide_index=True,
                           column_config=CRITERIA_CONFIG, width="stretch")
 criteria_box = st.container()

@@ -298,3 +298,16 @@ def test_levels_are_shown_edited_and_saved_in_the_page(app_data):
     assert not at.exception
     saved = in_force(app_data, "r-strings-dates").criterion("part4-date-operations")
     assert [lv.credit for lv in saved.levels][:2] == [0.95, 0.85]
+
+
+def test_a_criterion_marked_manual_in_the_page_is_saved_for_you_to_grade(graded):
+    at = page()
+    ids = list(at.data_editor(key=k(at, "criteria")).value["id"])
+    at.session_state[k(at, "criteria")] = edits(edited_rows={1: {"manual": True}})
+    at.run()
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    at.button(key="rubrics_save").click().run()
+    assert not at.exception
+    r = in_force(graded, "retail-sales")
+    assert [c.id for c in r.criteria if c.manual] == [ids[1]]

@@ -465,3 +465,16 @@ def test_a_value_check_edited_to_accept_two_values_and_a_printed_number():
     assert (printed.pattern, printed.number, printed.atol) == ("", 4172.0, 0.5)
     again = rubric_from_rows(*through_frames(*rows_from_rubric(result.rubric)), result.rubric)
     assert again.rubric == result.rubric
+
+
+def test_a_manual_criterion_keeps_its_mark_through_the_tables():
+    r = load_rubric(REPO / "rubrics" / "py-levels.json")
+    data = rubric_to_dict(r)
+    data["criteria"].append({"id": "by-hand", "title": "Part E", "kind": "written",
+                             "points": 2, "manual": True})
+    data["total_points"] = r.total_points + 2
+    manual = rubric_from_dict(data)
+    criteria, checks = rows_from_rubric(manual)
+    assert [row["manual"] for row in criteria][-1] is True
+    result = rubric_from_rows(*through_frames(criteria, checks), manual)
+    assert result.rubric == manual

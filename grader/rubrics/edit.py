@@ -1,15 +1,17 @@
-"""The rubric editor's two tables: a rubric as rows, rows back to a rubric, problems by row.
+"""The rubric editor's tables: a rubric as rows, rows back to a rubric, problems by row.
 
-The app edits a rubric in two tables (docs/rubric-format.md, "Editing in the app"):
+The app edits a rubric in three tables (docs/rubric-format.md, "Editing in the app"):
 
 - criteria, one row per criterion: ``order``, ``id``, ``title``, ``kind``, ``points``,
-  ``task``, ``description``, ``expectations``. The criteria follow ``order`` (rows
-  without one go last), so rows are reordered by renumbering.
+  ``manual`` (graded by hand), ``task``, ``description``, ``expectations``. The
+  criteria follow ``order`` (rows without one go last), so rows are reordered by
+  renumbering.
 - checks, one row per check: ``criterion`` (the id of its criterion), ``type``,
   ``weight``, ``target`` and ``options``. ``target`` is what the check looks for:
   the names of an ``assigns`` check or the functions of a ``calls`` check
   (comma-separated), the variable of an ``output`` check, the question of an
   ``answer`` check, the name of a ``test`` check; a ``runs`` check has none.
+- levels (``grader.rubrics.edit_levels``): a criterion's levels, one row each.
   ``options`` holds the check's other
   fields that differ from their defaults as ``key=value`` pairs separated by ``;``
   (``compare=type, shape; rtol=1e-06; partial=type:0.4, shape:0.6``;
@@ -49,8 +51,8 @@ __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "Edit
            "EditResult", "format_options", "format_target", "rows_from_rubric",
            "rubric_from_rows"]
 
-CRITERIA_COLUMNS = ("order", "id", "title", "kind", "points", "task", "description",
-                    "expectations")
+CRITERIA_COLUMNS = ("order", "id", "title", "kind", "points", "manual", "task",
+                    "description", "expectations")
 CHECK_COLUMNS = ("criterion", "type", "weight", "target", "options")
 # The fields each check type reads; others are kept, with a warning.
 APPLIES = {
@@ -124,8 +126,9 @@ class EditResult:
 def rows_from_rubric(r: Rubric) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The criteria rows and the check rows of ``r`` (columns as named above)."""
     criteria = [{"order": i + 1, "id": c.id, "title": c.title, "kind": c.kind,
-                 "points": c.points, "task": c.task, "description": c.description,
-                 "expectations": c.expectations} for i, c in enumerate(r.criteria)]
+                 "points": c.points, "manual": c.manual, "task": c.task,
+                 "description": c.description, "expectations": c.expectations}
+                for i, c in enumerate(r.criteria)]
     checks = [{"criterion": c.id, "type": ch.type, "weight": ch.weight,
                "target": format_target(ch), "options": format_options(ch)}
               for c in r.criteria for ch in c.checks]
@@ -249,6 +252,9 @@ def rubric_from_rows(
         d: dict[str, Any] = {"id": cid or None, "kind": _text(row.get("kind")).strip() or None}
         for key in ("title", "task", "description", "expectations"):
             d[key] = _text(row.get(key))
+        if row.get("manual") is True or _text(row.get("manual")).strip().lower() in (
+                "true", "yes", "1"):
+            d["manual"] = True
         try:
             points = _number(row.get("points"))
         except ValueError as exc:
