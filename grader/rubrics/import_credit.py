@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .import_items import OVERRIDE, RUBRICS_PAGE, ImportRow, words
+from .import_items import OVERRIDE, RUBRICS_PAGE, ImportRow, value_text, words
 
 __all__ = ["apply_credit", "guideline_rows", "rule_levels"]
 
@@ -244,31 +244,25 @@ def guideline_rows(data: dict[str, Any], crits: list[dict[str, Any]]) -> list[Im
         if isinstance(value, dict) and "partial" in name:
             rows += [_scenario(f"{where}.{k}", k, str(v), crits) for k, v in value.items()]
         elif "zero" in name:
-            rows.append(ImportRow(f"zero credit when: {_items(value)}", where, False, "", (
+            rows.append(ImportRow(f"zero credit when: {value_text(value)}", where, False, "", (
                 "Already so in part: template-only work scores 0 (template code earns "
                 "nothing) and code that fails loses its runs and output checks; for the "
                 f"rest, {OVERRIDE}.")))
         elif "full" in name:
-            rows.append(ImportRow(f"full credit when: {_items(value)}", where, False, "", (
+            rows.append(ImportRow(f"full credit when: {value_text(value)}", where, False, "", (
                 "Nothing to do: full credit is every check passing (or a level at 100%).")))
         elif "grade" in name and ("range" in name or "scale" in name):
-            rows.append(ImportRow(f"grade ranges: {_items(value)}", where, False, "", (
+            rows.append(ImportRow(f"grade ranges: {value_text(value)}", where, False, "", (
                 "Not imported: the grader gives points; map them to letter grades in your "
                 "gradebook.")))
         elif "bonus" in name:
-            rows.append(ImportRow(f"bonus points: {_items(value)}", where, False, "", (
+            rows.append(ImportRow(f"bonus points: {value_text(value)}", where, False, "", (
                 f"Not imported: scores stop at the total; to reward extra work, {OVERRIDE}.")))
         elif isinstance(value, dict):
             rows += [_scenario(f"{where}.{k}", k, str(v), crits) for k, v in value.items()]
         else:
-            rows.append(ImportRow(f"{words(key)}: {_items(value)}", where, False, "",
+            rows.append(ImportRow(f"{words(key)}: {value_text(value)}", where, False, "",
                                   f"Not carried: for a person to judge; {OVERRIDE}."))
     return rows
 
 
-def _items(value: Any) -> str:
-    if isinstance(value, dict):
-        return "; ".join(f"{words(k)}: {v}" for k, v in value.items())
-    if isinstance(value, list):
-        return "; ".join(str(v) for v in value)
-    return str(value)

@@ -20,7 +20,7 @@ from .schema import Criterion, Rubric
 
 __all__ = ["OVERRIDE", "RUBRICS_PAGE", "RUNS_TODO", "TEMPLATE_TODO", "ImportReport", "ImportRow",
            "criterion_id", "describe", "other_rows", "penalty_todo", "report_lines",
-           "section_extra_row", "table_rows", "top_rows", "words"]
+           "section_extra_row", "table_rows", "top_rows", "value_text", "words"]
 
 RUBRICS_PAGE = "on the Rubrics page"
 _ID = re.compile(r"[^a-z0-9_-]+")
@@ -119,13 +119,14 @@ def words(key: str) -> str:
     return key.replace("_", " ").strip()
 
 
-def _value(v: Any) -> str:
+def value_text(v: Any) -> str:
+    """An old rubric's value as a line of the report (yes/no, lists, objects)."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, list):
-        return ", ".join(map(_value, v))
+        return ", ".join(map(value_text, v))
     if isinstance(v, dict):
-        return "; ".join(f"{words(k)}: {_value(x)}" for k, x in v.items())
+        return "; ".join(f"{words(k)}: {value_text(x)}" for k, x in v.items())
     return str(v)
 
 
@@ -170,7 +171,7 @@ def _output_hint(c: Criterion, compare: str, why: str) -> str:
 def section_extra_row(key: str, extra: str, value: Any, c: Criterion) -> ImportRow:
     """A field of an autograder section that no check of ours represents."""
     label = f"{c.title}: {words(extra)}"
-    label += f" ({_value(value)})" if isinstance(value, dict) else f" {_value(value)}"
+    label += f" ({value_text(value)})" if isinstance(value, dict) else f" {value_text(value)}"
     name = extra.lower()
     if "column" in name:
         todo = _output_hint(c, "columns", "To check these columns")
@@ -257,7 +258,7 @@ def _verification(where: str, sec_key: str, sec: dict[str, Any],
             label = words(re.sub(r"_(\d+)_(\d+)_.*", r" \1.\2", tkey))
             rows.append(ImportRow(
                 f"partial credit, {label} ({task.get('description', '')}): "
-                f"{_value(task['grading'])}",
+                f"{value_text(task['grading'])}",
                 f"{where}.{sec_key}.subtasks.{tkey}.grading", False, "", _credit_todo(c)))
         rows += _accepted_rows(f"{where}.{sec_key}.subtasks.{tkey}", tkey, task, c, levels)
     return rows
@@ -271,7 +272,7 @@ def _accepted_rows(where: str, tkey: str, task: Any, c: Criterion | None,
     label = words(re.sub(r"_(\d+)_(\d+)_.*", r" \1.\2", tkey))
     rows = []
     if isinstance(task.get("accepts_functions"), list):
-        said = f"{label}: accepted functions {_value(task['accepts_functions'])}"
+        said = f"{label}: accepted functions {value_text(task['accepts_functions'])}"
         grouped = any(len(set(alternatives(e)) & set(task["accepts_functions"])) > 1
                       for ch in c.checks for e in ch.functions)
         rows.append(ImportRow(said, f"{where}.accepts_functions", True,
@@ -280,13 +281,13 @@ def _accepted_rows(where: str, tkey: str, task: Any, c: Criterion | None,
                               f"Nothing to do: {c.id} asks none of them by name."))
     if isinstance(task.get("accepts_approaches"), list):
         rows.append(ImportRow(
-            f"{label}: accepted approaches {_value(task['accepts_approaches'])}",
+            f"{label}: accepted approaches {value_text(task['accepts_approaches'])}",
             f"{where}.accepts_approaches", levels,
             f"the levels of {c.id} (its partial-credit rules) give each its credit"
             if levels else "", "" if levels else
             f"Nothing to do: {c.id} reads names and calls, so any approach passes it."))
     if isinstance(task.get("accepts"), list):
-        rows.append(ImportRow(f"{label}: accepted column names {_value(task['accepts'])}",
+        rows.append(ImportRow(f"{label}: accepted column names {value_text(task['accepts'])}",
                               f"{where}.accepts", False, "", "Nothing to do: the imported "
                               "checks do not read column names."))
     return rows
@@ -338,7 +339,7 @@ def _checks_rows(checks: dict[str, Any], criteria: list[Criterion]) -> list[Impo
             continue
         if key == "required_variables" and isinstance(value, list):
             missing = [str(v) for v in value if v not in assigned]
-            item = f"required variables ({len(value)}): {_value(value)}"
+            item = f"required variables ({len(value)}): {value_text(value)}"
             rows.append(ImportRow(item, where, True, "the sections' assigns checks")
                         if not missing else ImportRow(
                 item, where, False, "", f"Add {', '.join(missing)} to an assigns check "
@@ -349,7 +350,7 @@ def _checks_rows(checks: dict[str, Any], criteria: list[Criterion]) -> list[Impo
                 "Nothing to do: the imported checks do not read column names. An output "
                 "check compares columns only when its compare list names them."))
         else:
-            rows.append(ImportRow(f"{words(key)}: {_value(value)}", where, False, "",
+            rows.append(ImportRow(f"{words(key)}: {value_text(value)}", where, False, "",
                                   f"Not applied: {OVERRIDE}."))
     return rows
 
@@ -359,7 +360,7 @@ def top_rows(data: dict[str, Any]) -> list[ImportRow]:
     rows = []
     rules = data.get("strict_scoring_rules")
     if isinstance(rules, dict):
-        on = [words(k) if v is True else f"{words(k)} {_value(v)}"
+        on = [words(k) if v is True else f"{words(k)} {value_text(v)}"
               for k, v in rules.items() if v is not False]
         where = ("strict_scoring_enabled, strict_scoring_rules"
                  if "strict_scoring_enabled" in data else "strict_scoring_rules")

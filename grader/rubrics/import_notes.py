@@ -23,6 +23,7 @@ from .import_items import (
     ImportRow,
     penalty_todo,
     top_rows,
+    value_text,
     words,
 )
 
@@ -60,14 +61,6 @@ _HANDLED = {"assignment_info", "assignment_name", "total_points", "title",
             "strict_scoring_enabled", "common_issues_and_solutions", "data_structure"}
 
 
-def _text(v: Any) -> str:
-    if isinstance(v, dict):
-        return "; ".join(f"{words(k)}: {_text(x)}" for k, x in v.items())
-    if isinstance(v, list):
-        return ", ".join(_text(x) for x in v)
-    return str(v)
-
-
 def element_rows(el: dict[str, Any], at: str, ids: list[str]) -> list[ImportRow]:
     """Rows of an element's fields that no check represents; ``ids``: the criteria made
     from the element."""
@@ -81,19 +74,20 @@ def element_rows(el: dict[str, Any], at: str, ids: list[str]) -> list[ImportRow]
             rows += [ImportRow(f"penalty: {text}", f"{where}.{k}", False, "",
                                penalty_todo(k, str(text))) for k, text in value.items()]
         elif key == "execution_requirements":
-            rows.append(ImportRow(f"penalty: {_text(value.get('penalty', value)) if isinstance(value, dict) else value}",  # noqa: E501
+            rows.append(ImportRow(f"penalty: {value_text(value.get('penalty', value)) if isinstance(value, dict) else value}",  # noqa: E501
                                   where, False, "", RUNS_TODO))
         elif key in ("criteria", "scoring_rules", "scoring_guide", "scoring"):
-            rows.append(ImportRow(f"rating scale: {_text(value)}", where, False, "", (
+            rows.append(ImportRow(f"rating scale: {value_text(value)}", where, False, "", (
                 f"Not carried: ratings for a person. {cid} {'scores' if len(ids) == 1 else 'score'}"
                 " from the checks (a written answer: 100% from its minimum words, 80% from "
                 f"half of them, 50% below); {OVERRIDE}.")))
         elif key == "creative_coding":
-            rows.append(ImportRow(f"other approaches allowed: {_text(value)}", where, False, "",
+            rows.append(ImportRow(f"other approaches allowed: {value_text(value)}", where,
+                                  False, "",
                                   "Nothing to do: the checks read variable names and calls, "
                                   "and output checks compare results, not code."))
         else:
-            rows.append(ImportRow(f"{words(key)}: {_text(value)}", where, False, "",
+            rows.append(ImportRow(f"{words(key)}: {value_text(value)}", where, False, "",
                                   f"Not applied: add a check {RUBRICS_PAGE} if it should "
                                   f"count; {OVERRIDE}."))
     return rows
@@ -137,7 +131,7 @@ def _autograder_rows(checks: dict[str, Any], crits: list[dict[str, Any]]) -> lis
             rows.append(_coverage(f"{words(key)} ({len(names)}): {', '.join(names)}", where,
                                   names, _entries(crits, kind), kind, crits))
         else:
-            rows.append(ImportRow(f"{words(key)}: {_text(value)}", where, False, "", (
+            rows.append(ImportRow(f"{words(key)}: {value_text(value)}", where, False, "", (
                 "Not checked automatically: add output checks (values, rows) "
                 f"{RUBRICS_PAGE} where results matter; {OVERRIDE}.")))
     return rows
@@ -168,10 +162,10 @@ def _testing_rows(data: dict[str, Any], key: str, crits: list[dict[str, Any]]
                                   "not load them fails its own run, which the self-check "
                                   "shows."))
         elif sub == "code_execution":
-            rows.append(ImportRow(f"code execution: {_text(value)}", where, False, "",
+            rows.append(ImportRow(f"code execution: {value_text(value)}", where, False, "",
                                   RUNS_TODO))
         else:
-            rows.append(ImportRow(f"{words(sub)}: {_text(value)}", where, False, "", (
+            rows.append(ImportRow(f"{words(sub)}: {value_text(value)}", where, False, "", (
                 f"Not checked automatically: add output or value checks {RUBRICS_PAGE} for "
                 "these tests.")))
     return rows
@@ -213,8 +207,8 @@ def file_rows(data: dict[str, Any], crits: list[dict[str, Any]],
             rows.append(ImportRow("template detection", key, False, "", TEMPLATE_TODO))
         elif key == "score_validation" and isinstance(value, dict):
             rules = value.get("rules") if isinstance(value.get("rules"), dict) else {}
-            rows += [ImportRow(f"score rule: {_text(r.get('description', r)) if isinstance(r, dict) else r}",  # noqa: E501
-                               f"{key}.rules.{k}", False, "", penalty_todo(k, _text(r)))
+            rows += [ImportRow(f"score rule: {value_text(r.get('description', r)) if isinstance(r, dict) else r}",  # noqa: E501
+                               f"{key}.rules.{k}", False, "", penalty_todo(k, value_text(r)))
                      for k, r in rules.items()] or [
                 ImportRow("score validation", key, False, "", f"Not applied; {OVERRIDE}.")]
         elif key == "critical_functions" and isinstance(value, dict):
@@ -229,15 +223,15 @@ def file_rows(data: dict[str, Any], crits: list[dict[str, Any]],
                                           f"{key}.{sub}", listed, _entries(crits, "calls"),
                                           "calls", crits))
         elif key == "bonus_opportunities":
-            rows.append(ImportRow(f"bonus points: {_text(value)}", key, False, "",
+            rows.append(ImportRow(f"bonus points: {value_text(value)}", key, False, "",
                                   f"Not imported: scores stop at the total; to reward extra "
                                   f"work, {OVERRIDE}."))
         elif key == "description":
-            rows.append(ImportRow(f"description: {_text(value)}", key, False, "", (
+            rows.append(ImportRow(f"description: {value_text(value)}", key, False, "", (
                 "Not imported: a rubric holds no description of the assignment; the "
                 "template's own text gives it to the students.")))
         elif key in ("grade_scale", "grade_ranges"):
-            rows.append(ImportRow(f"grade scale: {_text(value)}", key, False, "",
+            rows.append(ImportRow(f"grade scale: {value_text(value)}", key, False, "",
                                   "Not imported: the grader gives points; map them to letter "
                                   "grades in your gradebook."))
         elif key in _NOTES:

@@ -127,18 +127,42 @@ def _says(raw: dict[str, Any], where: str, problems: list[str]) -> str:
     return says
 
 
-def parse_key_points(raw: Any, where: str, problems: list[str]) -> tuple[KeyPoint, ...]:
-    if not isinstance(raw, list):
-        problems.append(f"{where}: expected a list of key points")
-        return ()
+def _objects(raw: Any, noun: str, fields: set[str], place: Callable[[int], str],
+             problems: list[str], *, empty: bool = False) -> list[tuple[int, str, dict]]:
+    """(index, where, object) of a list of ``noun`` objects; a problem for the list that
+    is not one (or is empty, unless ``empty``), each item that is no object, and each
+    unknown field."""
+    if not isinstance(raw, list) or not (raw or empty):
+        problems.append(f"{place(-1)}: expected a {'' if empty else 'non-empty '}list of "
+                        f"{noun}s")
+        return []
     out = []
-    for i, kp in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(kp, dict):
-            problems.append(f"{at}: a key point must be an object")
+    for i, item in enumerate(raw):
+        at = place(i)
+        if not isinstance(item, dict):
+            problems.append(f"{at}: a {noun} must be an object")
             continue
-        for key in sorted(set(kp) - {"point", "terms", "number", "rtol", "computed"}):
-            problems.append(f"{at}: unknown field {key!r}")
+        problems.extend(f"{at}: unknown field {key!r}" for key in sorted(set(item) - fields))
+        out.append((i, at, item))
+    return out
+
+
+def _whole(raw: dict, key: str, at: str, problems: list[str], what: str) -> int | None:
+    """A whole number >= 1 (or absent)."""
+    value = raw.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 1):
+        problems.append(f"{at}.{key}: {what}")
+        return None
+    return value
+
+
+def parse_key_points(raw: Any, where: str, problems: list[str]) -> tuple[KeyPoint, ...]:
+    out = []
+    for i, at, kp in _objects(raw, "key point", {"point", "terms", "number", "rtol",
+                                                 "computed"},
+                              lambda i: where if i < 0 else f"{where}[{i}]", problems,
+                              empty=True):
         name = kp.get("point")
         if not isinstance(name, str) or not name.strip():
             problems.append(f"{at}.point: name the key point (what the answer mentions)")
@@ -173,34 +197,17 @@ def parse_key_points(raw: Any, where: str, problems: list[str]) -> tuple[KeyPoin
 
 
 def parse_answer_levels(raw: Any, where: str, problems: list[str]) -> tuple[AnswerLevel, ...]:
-    if not isinstance(raw, list) or not raw:
-        problems.append(f"{where}: expected a non-empty list of levels")
-        return ()
     out = []
-    for i, lv in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(lv, dict):
-            problems.append(f"{at}: a level must be an object")
-            continue
-        for key in sorted(set(lv) - {"credit", "says", "points", "share", "words"}):
-            problems.append(f"{at}: unknown field {key!r}")
-        points = lv.get("points")
-        if points == "all":
-            points = -1
-        elif points is not None and (isinstance(points, bool) or not isinstance(points, int)
-                                     or points < 1):
-            problems.append(f"{at}.points: \"all\" or a whole number of key points >= 1")
-            points = None
+    for _, at, lv in _objects(raw, "level", {"credit", "says", "points", "share", "words"},
+                              lambda i: where if i < 0 else f"{where}[{i}]", problems):
+        points = -1 if lv.get("points") == "all" else _whole(
+            lv, "points", at, problems, "\"all\" or a whole number of key points >= 1")
         share = lv.get("share")
         if share is not None and (isinstance(share, bool) or not isinstance(share, int | float)
                                   or not 0 < share <= 1):
             problems.append(f"{at}.share: a fraction of the key points in (0, 1]")
             share = None
-        words = lv.get("words")
-        if words is not None and (isinstance(words, bool) or not isinstance(words, int)
-                                  or words < 1):
-            problems.append(f"{at}.words: a whole number of words >= 1")
-            words = None
+        words = _whole(lv, "words", at, problems, "a whole number of words >= 1")
         out.append(AnswerLevel(_credit(lv.get("credit"), at, problems), _says(lv, at, problems),
                                points, None if share is None else float(share), words))
     return tuple(out)
@@ -209,17 +216,10 @@ def parse_answer_levels(raw: Any, where: str, problems: list[str]) -> tuple[Answ
 def parse_levels(raw: Any, where: str, kind: str, problems: list[str],
                  parse_check: Callable[[Any, str, str, list[str]], Any]) -> tuple[Level, ...]:
     """A criterion's ``levels``; ``parse_check`` reads each ``when`` check."""
-    if not isinstance(raw, list) or not raw:
-        problems.append(f"{where}.levels: expected a non-empty list of levels")
-        return ()
     out = []
-    for i, lv in enumerate(raw):
-        at = f"{where} level {i + 1}"
-        if not isinstance(lv, dict):
-            problems.append(f"{at}: a level must be an object")
-            continue
-        for key in sorted(set(lv) - {"credit", "when", "says"}):
-            problems.append(f"{at}: unknown field {key!r}")
+    for _, at, lv in _objects(raw, "level", {"credit", "when", "says"},
+                              lambda i: f"{where}.levels" if i < 0 else f"{where} level {i + 1}",
+                              problems):
         when = lv.get("when", [])
         if isinstance(when, dict):
             when = [when]
