@@ -299,3 +299,18 @@ def test_a_manual_criterion_earns_nothing_automatically_and_is_for_you_to_grade(
     text = letter_markdown(build_letter(report, rubric, sub))
     assert "## Part E — — / 4" in text
     assert "Your instructor grades this part by hand" in text
+
+
+def test_the_self_check_counts_a_criterion_scored_by_its_level_once():
+    from grader.service.selfcheck_parts import unverified
+    from grader.types import CheckResult, CriterionResult, GradeReport
+    leveled = CriterionResult("dates", "Dates", "code", 10, 8.5, [
+        CheckResult("dates", "calls", "to_datetime", 1.0, 1.0, "L1", "1 of 1 called"),
+        CheckResult("dates", "level", "level 2", 0.85, 1.0, "L1", "one format at a time")])
+    env = CriterionResult("total", "Total", "code", 10, 0.0, [
+        CheckResult("total", "value", "total", 0.0, 1.0, "L2", "the key fails it too",
+                    status="environment")])
+    report = GradeReport("s.ipynb", "x", "demo", "v", "graded", 8.5, 20, criteria=[leveled, env])
+    got = unverified(report, ["missing_data"])
+    assert got.points == 10
+    assert got.earned == 8.5  # the level's points, not the level and its checks added up

@@ -66,14 +66,20 @@ def unverified(report: GradeReport, problem_kinds: Iterable[str]) -> Unverified:
     lost = earned = 0.0
     lines: list[str] = []
     for crit in report.criteria:
+        # a criterion scored by its levels (scoring rule 6) earns its points as a whole
+        leveled = any(res.check == "level" for res in crit.checks)
         for res in crit.checks:
             points = res.weight * crit.max_points
+            if res.check == "level":
+                continue
             if res.status == "environment":
                 lost += points
                 lines.append(f"Not checked: {crit.id}, {res.check} {res.target} "
                              f"({round(points, 4):g} points): {res.message}")
-            else:
+            elif not leveled:
                 earned += points * min(1.0, max(0.0, res.score))
+        if leveled:
+            earned += crit.points
     kinds = list(dict.fromkeys(k for k in problem_kinds if k in WHY))
     why = ", ".join(WHY[k] for k in kinds) or "the instructor's solution fails them too"
     return Unverified(round(lost, 4), report.max_score, why, tuple(lines), round(earned, 4))
