@@ -6,7 +6,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 
-# Test-only tools (the real nbgrader, for tests/test_nbgrader_differential.py) in a venv of
+# Test-only tools (the real nbgrader and otter-grader, for tests/test_*_differential.py) in a venv of
 # their own: never in .venv, never imported by grader/ or inference/. Built once with pip's
 # cache, rebuilt from scratch only when requirements-tools.txt (or Python's version) changes.
 TOOLS="$ROOT/.venv-tools"
