@@ -11,6 +11,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from grader.assignment import Assignment
+from grader.errors import InputError
+from grader.packages import install, status
 from grader.rubrics.schema import Rubric
 from grader.service.jobs import GradeJob
 from grader.service.workspace import Workspace
@@ -133,6 +135,7 @@ def follow_job(job: GradeJob, hide_names: bool) -> None:
 def self_check(workspace: Workspace, assignment: Assignment) -> None:
     """The assignment's own solution and template graded with its rubric (in the
     background on first view): both percentages, and what to fix when they are off."""
+    packages_box(assignment)
     running = workspace.checks.get(assignment).running
     st.session_state[_INLINE] = True  # drawn as part of the whole page, not on its own
     try:
@@ -161,3 +164,36 @@ def _self_check_box(workspace: Workspace, assignment: Assignment, was_running: b
     elif state.check is not None:
         lines = state.check.lines()
         st.warning(lines[0] + "".join(f"\n- {line}" for line in lines[1:]))
+
+
+def packages_box(assignment: Assignment) -> None:
+    """The packages the assignment declares: installed, or what is missing and a button
+    that installs it (into the assignment's own environment, outside the sandbox)."""
+    declared = assignment.packages
+    if not declared:
+        return
+    state = status(declared)
+    if state.ready:
+        st.caption(f"Packages ({declared.source}): {declared.describe()}: installed.")
+        return
+    st.warning(state.text())
+    if not st.button("Install the assignment's packages", key=f"install-{assignment.name}"):
+        return
+    lines: list[str] = []
+    with st.status("Installing the assignment's packages...", expanded=True) as box:
+        log = st.empty()
+
+        def say(line: str) -> None:
+            lines.append(line)
+            log.code("\n".join(lines[-12:]), language=None)
+
+        try:
+            after = install(declared, say)
+        except InputError as exc:
+            box.update(label="The install failed", state="error")
+            st.error(f"{exc.file}: {exc.reason}")
+            return
+        box.update(label="Installed" if after.ready else after.text(),
+                   state="complete" if after.ready else "error", expanded=False)
+    if after.ready:
+        st.rerun()  # the self-check runs again with them

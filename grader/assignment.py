@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import RubricError
+from .packages.declared import Packages, read_packages
 from .rubrics.schema import Rubric, _as_tuple, load_rubric
 
 
@@ -34,6 +35,8 @@ class Assignment:
     data: tuple[Path, ...] = ()
     submissions: Path | None = None
     title: str = ""
+    # what its notebooks need beyond the grader's own (grader.packages)
+    packages: Packages = field(default_factory=Packages)
 
     @property
     def language(self) -> str:
@@ -120,7 +123,8 @@ def load_assignment(root: Path) -> Assignment:
         raise RubricError(str(manifest), [f"cannot read: {exc}"]) from exc
     problems: list[str] = []
     for key in sorted(
-        set(data) - {"title", "rubric", "template", "solution", "data", "submissions"}
+        set(data) - {"title", "rubric", "template", "solution", "data", "submissions",
+                     "packages"}
     ):
         problems.append(f"unknown key {key!r}")
     paths: dict[str, Path] = {}
@@ -144,6 +148,7 @@ def load_assignment(root: Path) -> Assignment:
         problems += data_problems(root, p)
         data_paths.append(p)
     subs = data.get("submissions")
+    packages = read_packages(root, data.get("packages"), "assignment.toml", problems)
     if problems:
         raise RubricError(str(manifest), problems)
     rubric = load_rubric(paths["rubric"])
@@ -157,4 +162,5 @@ def load_assignment(root: Path) -> Assignment:
         data=tuple(data_paths),
         submissions=(root / subs).resolve() if isinstance(subs, str) else None,
         title=str(data.get("title") or rubric.title),
+        packages=packages,
     )

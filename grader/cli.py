@@ -3,15 +3,17 @@
     python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
     python -m grader check ASSIGNMENT_DIR [--no-exec] [--json] [--rubric RUBRIC.json]
+    python -m grader packages ASSIGNMENT_DIR [--install]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
     python -m grader import nbgrader SOURCE.ipynb --out DIR
     python -m grader import otter MASTER.ipynb --out DIR
     python -m grader import otter STUDENT.ipynb --solution KEY.ipynb --tests TESTS/ --out DIR
 
-Before grading, ``grade`` checks the assignment itself (``check`` does only that):
-its solution and its template are graded with the rubric and the solution is run; the
-percentages and any problem of the solution's run (a missing package, function or data
-file, an error) go to stderr, before any student is graded.
+Before grading, ``grade`` installs the packages the assignment declares and this
+machine lacks (not with ``--no-install``), then checks the assignment itself (``check``
+does only that): its solution and its template are graded with the rubric and the
+solution is run; the percentages and any problem of the solution's run (a missing
+package, function or data file, an error) go to stderr, before any student is graded.
 
 Progress goes to stderr; with --json, stdout holds exactly one JSON list (an
 object per notebook). Files that cannot be graded are listed with status
@@ -48,6 +50,8 @@ from typing import Any
 from inference import DisaggregatedClient, load_config
 
 from .assignment import load_assignment
+from .cli_packages import add_command as add_packages_command
+from .cli_packages import install_before_grading
 from .errors import GraderError, GradingStopped, NotebookError, RubricError
 from .exports.formats import write_exports
 from .layers.base import GradeOptions
@@ -137,6 +141,8 @@ class _Bar:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     assignment = load_assignment(Path(args.assignment))
+    if not args.no_install:
+        install_before_grading(assignment)
     options = GradeOptions(
         execute=not args.no_exec,
         use_llm=not args.no_llm,
@@ -333,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--no-check", action="store_true",
                    help="skip grading the assignment's own solution and template first")
+    g.add_argument("--no-install", action="store_true",
+                   help="do not install the packages the assignment declares first")
     g.set_defaults(func=cmd_grade)
     c = sub.add_parser("check", help="grade an assignment's own solution and template, and "
                                      "report what would make its grades wrong")
@@ -341,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("--rubric", help="check this rubric file instead of the folder's")
     c.set_defaults(func=cmd_check)
+    add_packages_command(sub)
     i = sub.add_parser("import-rubric", help="convert an old-system rubric to our format")
     i.add_argument("source")
     i.add_argument("dest")

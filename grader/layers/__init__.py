@@ -9,6 +9,6 @@ disagree with our run); ``llm`` runs L3 (code analysis) and L4
 ``prompts`` and fitted to each route's context by ``prompt_budget``. A layer that
 crashes returns a result with the error attached.
 
-May import: errors, types, assignment, rubrics, analysis, sandbox, and ``inference``'s
+May import: errors, types, assignment, rubrics, analysis, sandbox, packages, and ``inference``'s
 public names (the client interface only).
 """

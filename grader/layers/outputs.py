@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ..packages import run_env, status
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
 from ..sandbox.execution import (
@@ -82,9 +83,10 @@ def solution_run(actx: AssignmentContext, limits: ExecLimits) -> ExecutionResult
             a = actx.assignment
             run = execute_notebook(
                 actx.solution_raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
-                tests=instructor_tests(a.rubric),
+                tests=instructor_tests(a.rubric), env=run_env(a.packages),
             )
             actx.cache["solution_run"] = run
+            actx.cache["packages_missing"] = status(a.packages).text() if a.packages else ""
         return run
 
 
@@ -112,13 +114,15 @@ class OutputLayer(Layer):
         if not reason:
             limits = _limits(ctx)
             sol = solution_run(ctx.assignment, limits)
+            if missing := ctx.assignment.cache.get("packages_missing"):
+                result.notes.append(missing)
             if sol.error:
                 reason = f"the solution could not be executed: {sol.error}"
             else:
                 a = ctx.assignment.assignment
                 run = execute_notebook(
                     ctx.raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
-                    tests=instructor_tests(a.rubric),
+                    tests=instructor_tests(a.rubric), env=run_env(a.packages),
                 )
                 result.notes.extend(run.notes)
                 ctx.execution = run  # its outputs are scanned for injections too

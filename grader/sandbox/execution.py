@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
@@ -54,6 +54,9 @@ from grader.sandbox.tamper import probe_code, probe_findings, static_findings
 from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
 from grader.sandbox.view import View, runtime_paths, sandbox_env, write_identity
 from grader.types import Evidence, Output
+
+if TYPE_CHECKING:
+    from grader.packages import RunEnv
 
 __all__ = ["CellRun", "ExecLimits", "ExecutionResult", "InstructorTest", "TestRun",
            "VariableSummary", "execute_notebook", "kernel_available", "sandbox_available"]
@@ -147,9 +150,11 @@ def _kernel_name(language: str) -> str | None:
 def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                      inspect: list[str], limits: ExecLimits = ExecLimits(),
                      workdir: Path | None = None,
-                     tests: Sequence[InstructorTest] = ()) -> ExecutionResult:
+                     tests: Sequence[InstructorTest] = (),
+                     env: RunEnv | None = None) -> ExecutionResult:
     """Run ``nb`` in a fresh sandboxed kernel, then ``tests`` in it; never raises for a
-    student's code."""
+    student's code. ``env``: the assignment's own packages (``grader.packages``): the
+    kernel starts from its venv, its R library comes first."""
     started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
     kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
     tampering = static_findings(nb.get("cells", []), language)
@@ -178,14 +183,15 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
         with reserve_user() if sandboxed else _as_grader() as user:
             work = make_run_folder(workdir)
             try:
-                view = View((*runtime_paths(kernel, RUNNER),
+                view = View((*runtime_paths(kernel, RUNNER), *(env.folders() if env else ()),
                              *(f for f in BRIDGE_FILES if f.exists())) if sandboxed else ())
                 layout = Layout.prepare(work, nb, data, sandboxed, view)
                 notes += layout.notes
                 write_identity(layout.identity, user.uid, user.gid, work / "home")
                 hand_over(work, user, keep=(layout.identity,))
                 outcome = _run(layout, kernel, language, names,
-                               probe_code(language, probe_marker), limits, sandboxed, user, plan)
+                               probe_code(language, probe_marker), limits, sandboxed, user, plan,
+                               env)
             finally:
                 if workdir is None:
                     shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
@@ -215,6 +221,15 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     result.oom_kills = outcome.oom_kills
     result.check_tampering = list({t.text: t for t in checks_tampered}.values())
     return result
+
+
+def _environment(env: RunEnv | None) -> dict[str, str]:
+    """The runner's environment: the sandbox's, the assignment's R library first."""
+    out = sandbox_env()
+    if env is not None and env.r_library is not None:
+        out["R_LIBS"] = os.pathsep.join(p for p in (str(env.r_library), out.get("R_LIBS", ""))
+                                        if p)
+    return out
 
 
 def _as_grader() -> contextlib.nullcontext[SandboxUser]:
@@ -280,7 +295,7 @@ def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
 
 def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: str,
          limits: ExecLimits, sandboxed: bool, user: SandboxUser,
-         plan: TestPlan | None = None) -> _Outcome:
+         plan: TestPlan | None = None, env: RunEnv | None = None) -> _Outcome:
     """Start the runner; return its events and how its processes were bounded."""
     read_fd, write_fd = os.pipe()
     switch = sandboxed and user.dedicated
@@ -297,7 +312,8 @@ def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: st
     (layout.work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     prefix = layout.view.argv(str(BWRAP), layout.work, layout.cwd, layout.tops, layout.identity,
                               switch_user=switch) if sandboxed else []
-    argv = [*prefix, sys.executable, "-I", str(RUNNER), str(layout.work / "spec.json"),
+    python = str(env.python) if env and env.python else sys.executable
+    argv = [*prefix, python, "-I", str(RUNNER), str(layout.work / "spec.json"),
             *(["--user", f"{user.uid}:{user.gid}"] if switch else [])]
     events: list[dict[str, Any]] = []
 
@@ -321,7 +337,7 @@ def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: st
         try:
             try:
                 proc = subprocess.Popen(
-                    argv, cwd=layout.cwd, env=sandbox_env(), stdin=subprocess.DEVNULL,
+                    argv, cwd=layout.cwd, env=_environment(env), stdin=subprocess.DEVNULL,
                     stdout=runner_log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
                     preexec_fn=preexec, start_new_session=True)
             except (OSError, subprocess.SubprocessError) as exc:

@@ -9,5 +9,5 @@ interrupted batch; ``review`` lists stored grades, applies overrides and regrade
 old-system rubric to the assignment's own solution.
 
 May import: every room below it (errors, types, notebooks, rubrics, assignment, analysis,
-sandbox, layers, scoring, pipeline, store, views) and ``inference``'s public names.
+sandbox, packages, layers, scoring, pipeline, store, views) and ``inference``'s public names.
 """

@@ -5,15 +5,19 @@ with solutions and hidden tests); ``import_otter_master`` an otter assign master
 notebook; ``import_otter_folder`` otter's OK-format test files with the student
 notebook (``template``) and the instructor's solution. Each
 write ``template.ipynb``, ``solution.ipynb``, ``rubric.json`` and ``assignment.toml``
-into ``out``, copy the data files found next to the source, and return the import
-report (what became of each item, and what was not carried over).
+into ``out``, copy the data files found next to the source, declare the packages a
+``requirements.txt`` (otter's ``requirements.R``, an ``install.R``) next to it lists
+(``grader.packages.files``), and return the import report (what became of each item,
+and what was not carried over).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,8 @@ import nbformat
 
 from ..assignment import data_problems
 from ..errors import InputError, RubricError
+from ..packages.declared import read_packages
+from ..packages.files import PACKAGE_FILES, declare
 from ..rubrics.import_items import ImportReport, ImportRow
 from ..rubrics.import_nbgrader import TEXT_STUB, ImportedAssignment, import_nbgrader
 from ..rubrics.import_otter import otter_criteria
@@ -46,7 +52,7 @@ def _data_beside(source: Path, out: Path) -> list[str]:
     of the source's folder (or nowhere), a fifo or a device is refused (RubricError naming
     it, nothing copied): the data of an assignment never reads the host's files."""
     items = [item for item in sorted(source.parent.iterdir())
-             if not (item.name.startswith(".") or item.name in SKIPPED
+             if not (item.name.startswith(".") or item.name in SKIPPED | PACKAGE_FILES
                      or item.suffix == ".ipynb" or item.resolve() == out.resolve())]
     if problems := [p for item in items for p in data_problems(source.parent, item)]:
         raise RubricError(str(source.parent), problems)
@@ -61,8 +67,16 @@ def _data_beside(source: Path, out: Path) -> list[str]:
     return names
 
 
-def write_assignment(imported: ImportedAssignment, out: Path, data: list[str]) -> None:
+def write_assignment(imported: ImportedAssignment, out: Path, data: list[str],
+                     source: Path | None = None) -> ImportReport:
+    """Write the folder; the report, with a row for the packages found beside ``source``."""
     out.mkdir(parents=True, exist_ok=True)
+    files = {p.name: p.read_bytes() for p in sorted(source.parent.iterdir())
+             if p.name in PACKAGE_FILES and p.is_file()} if source is not None else {}
+    packages, problems = declare(out, files), []
+    if packages:
+        read_packages(out, tomllib.loads(packages)["packages"], "assignment.toml", problems)
+        packages = "" if problems else packages
     nbformat.write(imported.template, out / "template.ipynb")
     nbformat.write(imported.solution, out / "solution.ipynb")
     save_rubric(imported.report.rubric, out / "rubric.json")
@@ -70,22 +84,32 @@ def write_assignment(imported: ImportedAssignment, out: Path, data: list[str]) -
              'template = "template.ipynb"', 'solution = "solution.ipynb"']
     if data:
         lines.append("data = [" + ", ".join(json.dumps(d) for d in data) + "]")
-    (out / "assignment.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "assignment.toml").write_text("\n".join(lines) + "\n" + packages, encoding="utf-8")
+    if not files:
+        return imported.report
+    item, where = f"the packages it needs ({', '.join(files)})", str(source.parent)
+    if problems:
+        row = ImportRow(item, where, False, todo="fix the list and declare it ([packages] "
+                                                 "in assignment.toml): " + "; ".join(problems))
+    else:
+        row = ImportRow(item, where, True, imported_as="[packages] in assignment.toml: "
+                        + packages.split("\n", 1)[1].replace("\n", " ").strip(),
+                        todo=f"install them before grading: python -m grader packages {out} "
+                             "--install (the app offers a button; grade does it first)")
+    return dataclasses.replace(imported.report, rows=(*imported.report.rows, row))
 
 
 def import_nbgrader_folder(source: Path, out: Path) -> ImportReport:
     imported = import_nbgrader(_read(source), str(source))
     out.mkdir(parents=True, exist_ok=True)
-    write_assignment(imported, out, _data_beside(source, out))
-    return imported.report
+    return write_assignment(imported, out, _data_beside(source, out), source)
 
 
 def import_otter_master(source: Path, out: Path) -> ImportReport:
     """An otter assign master notebook (questions, solutions and tests in one)."""
     imported = import_otter_assign(_read(source), str(source))
     out.mkdir(parents=True, exist_ok=True)
-    write_assignment(imported, out, _data_beside(source, out))
-    return imported.report
+    return write_assignment(imported, out, _data_beside(source, out), source)
 
 
 def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
@@ -121,5 +145,4 @@ def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
     imported = ImportedAssignment(ImportReport(rubric, tuple(rows), "otter's tests"),
                                   copy.deepcopy(tpl), copy.deepcopy(sol))
     out.mkdir(parents=True, exist_ok=True)
-    write_assignment(imported, out, _data_beside(template, out))
-    return imported.report
+    return write_assignment(imported, out, _data_beside(template, out), template)

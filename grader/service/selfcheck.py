@@ -54,6 +54,7 @@ from ..assignment import Assignment, data_problems
 from ..errors import RubricError
 from ..layers.base import AssignmentContext, GradeOptions
 from ..layers.values import key_disagreements
+from ..packages import run_env, status
 from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import save_rubric
 from ..sandbox.execution import ExecutionResult
@@ -207,7 +208,10 @@ def check_assignment(assignment: Assignment, options: GradeOptions | None = None
     ctx = grader.context
     prose = {o.cell.index for o in match_template(
         ctx.template, ctx.solution, assignment.rubric.all_placeholders).origins if o.prose}
-    problems = list(problems_of_run(run, prose)) if run is not None else []
+    state = status(assignment.packages)  # the declared packages a run would lack
+    problems = [] if state.ready else [SolutionProblem(
+        "missing_package", state.text(), name=", ".join((*state.missing_python, *state.missing_r)))]
+    problems += problems_of_run(run, prose) if run is not None else []
     provided = {p.name.lower() for p in assignment.data_files()}
     reported = {p.name.lower() for p in problems if p.kind == "missing_data"}
     for path in _named_data_files(grader.context.solution.cells):
@@ -265,7 +269,9 @@ class SelfChecks:
         for path in (assignment.template, assignment.solution, *assignment.data_files()):
             stat = path.stat()
             digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-        return (str(assignment.root), assignment.rubric.version, digest.hexdigest())
+        # a package installed since changes what the solution can run
+        return (str(assignment.root), assignment.rubric.version, digest.hexdigest(),
+                str(run_env(assignment.packages)))
 
     def get(self, assignment: Assignment) -> CheckState:
         """The state of ``assignment``'s self-check, started on the first ask."""
@@ -320,7 +326,9 @@ def problems_of_run(run: ExecutionResult, prose: set[int] | frozenset[int] = fro
         if name := _first(_PACKAGE, cell.error):
             out.append(SolutionProblem(
                 "missing_package", f"{where} needs the package {name!r}, which this machine "
-                f"lacks: install it, or grade without it ({error}).", cell.index + 1, name))
+                f"lacks: declare it in the assignment's packages ([packages] in "
+                f"assignment.toml, or a requirements.txt beside the notebooks) and install "
+                f"them, or grade without it ({error}).", cell.index + 1, name))
         elif m := _FUNCTION.search(cell.error):
             out.append(SolutionProblem(
                 "missing_function", f"{where} calls {m.group(1)}(), which no loaded package "

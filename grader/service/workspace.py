@@ -36,6 +36,7 @@ from inference import data_dir
 from ..assignment import Assignment, load_assignment
 from ..errors import InputError, NotebookError, RubricError
 from ..notebooks.load import load_notebook
+from ..packages.files import PACKAGE_FILES, declare
 from ..rubrics.import_formats import detect
 from ..rubrics.import_nbgrader import import_nbgrader, is_nbgrader
 from ..rubrics.import_otter_assign import import_otter_assign, is_otter_assign
@@ -318,8 +319,12 @@ class Workspace:
             if parsed is not None and parsed.report is not None:
                 parsed = from_import(parsed.report.retitled(title))
             title = title or (parsed.rubric.title if parsed is not None else "")
+        # a requirements.txt (requirements.R, install.R, r-packages.txt) among the files is
+        # the assignment's packages, never data
+        package_files = {up.name: up.data for up in data or [] if up.name in PACKAGE_FILES}
+        data = [up for up in data or [] if up.name not in PACKAGE_FILES]
         data_names = []
-        for up in data or []:
+        for up in data:
             try:
                 data_names.append(_safe_file_name(up.name, "data"))
             except InputError as exc:
@@ -340,13 +345,16 @@ class Workspace:
             (tmp / "solution.ipynb").write_bytes(solution.data)
             (tmp / "rubric.json").write_text(dumps(parsed.rubric), encoding="utf-8")
             (tmp / "data").mkdir()
-            for up, base in zip(data or [], data_names, strict=True):
+            for up, base in zip(data, data_names, strict=True):
                 (tmp / "data" / base).write_bytes(up.data)
             (tmp / "assignment.toml").write_text(
                 f"title = {json.dumps(title or name)}\nrubric = \"rubric.json\"\n"
                 "template = \"template.ipynb\"\nsolution = \"solution.ipynb\"\n"
-                "data = [\"data\"]\n", encoding="utf-8")
-            load_assignment(tmp)  # the folder as written must load
+                "data = [\"data\"]\n" + declare(tmp, package_files), encoding="utf-8")
+            try:
+                load_assignment(tmp)  # the folder as written must load
+            except RubricError as exc:  # named by its title, not by the folder being made
+                raise RubricError(title or name, exc.problems) from None
             tmp.rename(self.user_dir / name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
