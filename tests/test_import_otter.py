@@ -144,3 +144,16 @@ def test_an_r_master_notebook_becomes_testthat_checks_and_r_placeholders():
 def test_an_imported_r_master_checks_itself(tmp_path):
     nbformat.write(r_master(), tmp_path / "master.ipynb")
     assert "testthat" in import_and_check("otter", tmp_path / "master.ipynb", tmp_path / "vec")
+
+
+def test_manual_code_is_for_the_instructor_and_titles_are_words():
+    nb = r_master()
+    nb.cells[4].source = "**Question 1.** Sort $v$ into `sorted_v` ([docs](https://x.org))."
+    nb.cells[13].source = "# BEGIN QUESTION\nname: q2\nmanual: true\npoints: 2"
+    imported = import_otter_assign(nb, "master.ipynb")
+    q1, q2 = imported.report.rubric.criteria
+    assert q1.title == "Question 1. Sort into sorted_v (docs)."
+    assert not q1.manual
+    assert (q2.manual, q2.kind, q2.points) == (True, "code", 2.0)
+    row = next(r for r in imported.report.rows if "manually graded question 'q2'" in r.item)
+    assert "for you to grade" in row.imported_as

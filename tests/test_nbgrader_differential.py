@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
 from grader.sandbox.execution import kernel_available, sandbox_available
+from grader.service.selfcheck import check_assignment
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = REPO / ".venv-tools" / "bin"
@@ -191,6 +193,7 @@ class Both:
     restored: str  # the edited test cell, as nbgrader graded it
     released: nbformat.NotebookNode
     template: nbformat.NotebookNode
+    folder: Path  # our imported assignment
 
 
 def nbgrader(course: Path, *args: str) -> None:
@@ -250,7 +253,7 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> Both:
     restored = next(c.source for c in autograded.cells
                     if c.metadata.get("nbgrader", {}).get("grade_id") == "correct_squares")
     return Both(gradebook(course / "gradebook.db"), ours, flags, restored, released,
-                nbformat.read(assignment.template, as_version=4))
+                nbformat.read(assignment.template, as_version=4), root / "sq")
 
 
 def test_our_template_is_nbgraders_release(both: Both):
@@ -308,3 +311,12 @@ def test_agreement_figure(both: Both):
     # nbgrader grades changed manual answers by hand: no score of its own for them
     assert all(both.theirs[(name, gid)] is None for name in SUBMISSIONS if name != "stub"
                for gid in MANUAL)
+
+
+def test_the_imported_self_check_is_100_percent_of_the_automatic_points(both: Both):
+    check = check_assignment(load_assignment(both.folder))
+    assert check.solution_percent == 100.0, check.lines()
+    assert check.template_percent == 0.0, check.lines()
+    assert check.sound, check.lines()
+    titles = [c.title for c in load_assignment(both.folder).rubric.criteria]
+    assert not [t for t in titles if re.search(r"^[-*_\s]{3,}$|[$\\]|::|^#", t)], titles

@@ -271,3 +271,18 @@ def test_the_cli_says_when_nothing_is_declared(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0 and "declares no packages" in out.stdout
     assert json.loads(json.dumps(out.stdout))  # plain text, printable
+
+
+def test_an_otter_config_names_its_requirements_file(tmp_path):
+    from nbformat.v4 import new_raw_cell
+
+    from grader.service.imports import _otter_requirements
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "needs.txt").write_text("tqdm\n", encoding="utf-8")
+    nb = new_notebook(cells=[new_raw_cell("# ASSIGNMENT CONFIG\nrequirements: env/needs.txt\n")])
+    assert _otter_requirements(nb, tmp_path / "master.ipynb") == tmp_path / "env" / "needs.txt"
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nrequirements: ../outside.txt\n"
+    with pytest.raises(InputError, match="'../outside.txt', which is not in its folder"):
+        _otter_requirements(nb, tmp_path / "master.ipynb")
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nexport_cell: false\n"
+    assert _otter_requirements(nb, tmp_path / "master.ipynb") is None

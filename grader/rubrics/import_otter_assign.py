@@ -23,8 +23,9 @@ as otter assign would release them:
   (``# BEGIN PROMPT`` blocks, in code or as cells) go to the template only, and ``#
   IGNORE`` lines to neither;
 - a manual question with a markdown answer becomes a written criterion with an
-  ``answer`` check of its prompt; a manual question with code, a code criterion that
-  must run (review it);
+  ``answer`` check of its prompt; a manual question with code, a criterion for the
+  instructor to grade (``manual``), as otter leaves it; a criterion's title is its
+  question in words (LaTeX, code ticks and links gone), else otter's name;
 - the tests are left out of the template and the solution; each runs where otter's
   release checks its question: right after the cell holding ``grader.check("q1")``
   (R: ``ottr::check("tests/q1.R")``), which otter assign puts after the question's
@@ -33,7 +34,13 @@ as otter assign would release them:
   so the tests run there too (a notebook without it runs them after the notebook, and
   their note says so). The boundary cells and the
   assignment config are dropped, and the report says what the config asked for that is
-  not carried over.
+  not carried over;
+- the instructions otter's release adds after the last question are in the template and
+  the solution as otter writes them, so that they are never read as the answer to a
+  manual question there: the check-all cell's markdown (``check_all_cell``, Python) and
+  the export cell's (``export_cell``, on unless the config turns it off). Otter's code
+  cells (its init, check-all and export calls) are not (no otter in the student's
+  kernel), nor its PDF-filter comments (``<!-- BEGIN QUESTION -->``), which no one reads.
 """
 
 from __future__ import annotations
@@ -43,18 +50,25 @@ import re
 from typing import Any
 
 import yaml
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from ..errors import RubricError
 from .checks import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
 from .import_nbgrader import ImportedAssignment, question_line
+from .import_nbgrader_names import plain
 from .import_otter import output_test_code, resolve_points
 from .schema import Criterion, Rubric
 
 __all__ = ["import_otter_assign", "is_otter_assign"]
 
 MD_STUB = "_Type your answer here, replacing this text._"
+# the markdown of otter's check-all and export cells (its cell factories, Python and R)
+CHECK_ALL = ("---\n\nTo double-check your work, the cell below will rerun all of the "
+             "autograder tests.")
+EXPORT = ("## Submission\n\nMake sure you have run all cells in your notebook in order before "
+          "running the cell below, so that all images/graphs appear in the output. The cell "
+          "below will generate a zip file for you to submit.")
 _BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS|PROMPT)\b", re.I)
 # otter's BEGIN_TEST_CONFIG_REGEX / END_TEST_CONFIG_REGEX (Python's """ and R's . = ")
 _CONFIG = re.compile(r'^\s*(?:\.\s*=\s*)?""?"?\s*#\s*BEGIN\s*TEST\s*CONFIG[^\n]*\n(.*?)\n'
@@ -66,6 +80,20 @@ def _check_cell(name: str, lang: str) -> str:
     otter in the student's kernel): the question's tests run right after it."""
     call = f'ottr::check("tests/{name}.R")' if lang == "r" else f'grader.check("{name}")'
     return f"# The grader checks {name} here: {call}"
+
+
+def _release_extras(config: dict[str, Any], lang: str) -> list[str]:
+    """The markdown that otter's release adds after the last question: the check-all
+    cell's instructions and the export cell's, then its blank boundary cell."""
+    out = [CHECK_ALL] if lang != "r" and config.get("check_all_cell") else []
+    export = config.get("export_cell", True)
+    if export:
+        options = export if isinstance(export, dict) else {}
+        text = EXPORT + ("" if options.get("force_save") else " **Please save before exporting!**")
+        if options.get("instructions"):
+            text += f"\n\n{options['instructions']}"
+        out += [text, " "]
+    return out
 
 
 def _text(cell: Any) -> str:
@@ -171,6 +199,7 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
     tests: list[tuple[str, bool, float | None, str]] = []
     answers: list[str] = []
     seen: set[str] = set()
+    config: dict[str, Any] = {}
     for i, cell in enumerate(nb.cells):
         text, where = _text(cell), f"{source}: cell {i + 1}"
         if cell.cell_type == "raw":
@@ -224,6 +253,9 @@ def import_otter_assign(nb: Any, source: str = "<otter notebook>") -> ImportedAs
     if not criteria:
         raise RubricError(source, ["no questions: otter marks them with a raw cell "
                                    "# BEGIN QUESTION (name, points)"])
+    for text in _release_extras(config, lang):
+        for kept in (keep_t, keep_s):
+            kept.append(new_markdown_cell(text))
     template.cells, solution.cells = keep_t, keep_s
     total = sum(c.points for c in criteria)
     title = next((ln.strip().lstrip("#").strip() for c in keep_t if c.cell_type == "markdown"
@@ -263,19 +295,20 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
             points = sum(resolve_points(q.get("points", 1), [None] * max(len(tests), 1)))
         except ValueError as exc:
             raise RubricError(where, [f"question {name!r}: {exc}"]) from None
-        if answers and prompt:
-            checks: tuple[Check, ...] = (Check("answer", 1.0, question=prompt),)
-            kind = "written"
-        else:
-            checks, kind = (Check("runs", 1.0),), "code"
-            rows.append(ImportRow(f"manually graded question {name!r}", where, True,
-                                  f"criterion {cid}", "otter grades it by hand: here it must "
-                                  "run and the code model reads it; review these"))
         if tests:
             rows.append(ImportRow(f"tests of manual question {name!r}", where, False,
                                   todo="otter shows them to students only; add them as test "
                                   f"checks {RUBRICS_PAGE} if they should count"))
-        return Criterion(cid, prompt or name, kind, float(points), checks, task=prompt)
+        if answers and prompt:
+            return Criterion(cid, _title(prompt, name), "written", float(points),
+                             (Check("answer", 1.0, question=prompt),), task=prompt)
+        # otter's manual code: for the instructor to grade, as in otter
+        rows.append(ImportRow(f"manually graded question {name!r}", where, True,
+                              f"criterion {cid}, for you to grade", "otter grades it by hand: "
+                              "grade it on the Review page (the code model's notes are there "
+                              "to help)"))
+        return Criterion(cid, _title(prompt, name), "code", float(points), (Check("runs", 1.0),),
+                         task=prompt, manual=True)
     try:
         points = resolve_points(q.get("points"), [t[2] for t in tests])
     except ValueError as exc:
@@ -297,4 +330,9 @@ def _criterion(q: dict[str, Any], prompt: str, tests: list, answers: list[str], 
                           f"{hidden} hidden test checks" + (
                               " (testthat, run in the student's R kernel)"
                               if lang == "r" else "")))
-    return Criterion(cid, prompt or name, "code", total, checks, task=prompt)
+    return Criterion(cid, _title(prompt, name), "code", total, checks, task=prompt)
+
+
+def _title(prompt: str, name: str) -> str:
+    """The question as words (its LaTeX, code ticks and links gone), else otter's name."""
+    return plain(prompt) or name

@@ -7,7 +7,9 @@ to forge one, and the instructor should see it: ``check_findings`` reads the not
 code cells for it (the ``check_tampering`` flag, next to what the bridge itself saw):
 
 - Python: assigning to (or ``setattr`` on) ``json``, ``_json``, ``builtins``,
-  ``__builtins__``, ``sys.modules``, ``linecache`` or a pandas/numpy class; reaching into
+  ``__builtins__``, ``sys.modules``, ``linecache``, the test machinery (``doctest``,
+  ``unittest``, ``otter``: otter runs its doctests in the student's kernel, where a
+  patched ``DocTestRunner`` reports no failure) or a pandas/numpy class; reaching into
   other code's closures or the garbage collector's object lists (``__closure__``,
   ``cell_contents``, ``gc.get_objects``/``get_referrers``); ``ctypes``; a class whose
   ``__eq__`` is always true (or ``__ne__`` always false);
@@ -31,10 +33,12 @@ from .tamper import assigned, dotted, python_tree, scan_cells
 
 __all__ = ["check_findings"]
 
-_PY_MODULES = {"json", "_json", "builtins", "__builtins__", "linecache", "marshal"}
+_PY_MODULES = {"json", "_json", "builtins", "__builtins__", "linecache", "marshal", "doctest",
+               "unittest", "otter"}
 _PY_CLASSES = re.compile(r"^(pd|pandas|np|numpy)\.(DataFrame|Series|Index|ndarray|core)\b")
 _PY_FALLBACK = re.compile(
-    r"^\s*(?P<what>(?:json|_json|builtins|__builtins__|linecache)\s*\.\s*\w+|sys\.modules\s*\[)"
+    r"^\s*(?P<what>(?:json|_json|builtins|__builtins__|linecache|doctest|unittest|otter)"
+    r"\s*\.\s*\w+|sys\.modules\s*\[)"
     r"[^=\n]*=(?!=)|\b(?P<reach>__closure__|cell_contents|get_referrers|get_objects|ctypes)\b",
     re.MULTILINE)
 _R_BASE = ("nrow|ncol|NROW|NCOL|dim|length|names|colnames|identical|all\\.equal|isTRUE|"

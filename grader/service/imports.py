@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import yaml
 
 from ..assignment import data_problems
 from ..errors import InputError, RubricError
@@ -68,11 +69,14 @@ def _data_beside(source: Path, out: Path) -> list[str]:
 
 
 def write_assignment(imported: ImportedAssignment, out: Path, data: list[str],
-                     source: Path | None = None) -> ImportReport:
-    """Write the folder; the report, with a row for the packages found beside ``source``."""
+                     source: Path | None = None, named: Path | None = None) -> ImportReport:
+    """Write the folder; the report, with a row for the packages found beside ``source``
+    (``named``: a requirements file the source names, read as ``requirements.txt``)."""
     out.mkdir(parents=True, exist_ok=True)
     files = {p.name: p.read_bytes() for p in sorted(source.parent.iterdir())
              if p.name in PACKAGE_FILES and p.is_file()} if source is not None else {}
+    if named is not None:
+        files["requirements.txt"] = named.read_bytes()
     packages, problems = declare(out, files), []
     if packages:
         read_packages(out, tomllib.loads(packages)["packages"], "assignment.toml", problems)
@@ -106,10 +110,36 @@ def import_nbgrader_folder(source: Path, out: Path) -> ImportReport:
 
 
 def import_otter_master(source: Path, out: Path) -> ImportReport:
-    """An otter assign master notebook (questions, solutions and tests in one)."""
-    imported = import_otter_assign(_read(source), str(source))
+    """An otter assign master notebook (questions, solutions and tests in one); its
+    config's ``requirements`` file (otter's default: ``requirements.txt`` beside it) is
+    the assignment's packages."""
+    nb = _read(source)
+    imported = import_otter_assign(nb, str(source))
     out.mkdir(parents=True, exist_ok=True)
-    return write_assignment(imported, out, _data_beside(source, out), source)
+    return write_assignment(imported, out, _data_beside(source, out), source,
+                            _otter_requirements(nb, source))
+
+
+def _otter_requirements(nb: Any, source: Path) -> Path | None:
+    """The requirements file an otter master's ASSIGNMENT CONFIG names (None: none named,
+    or otter's default, found beside it anyway); InputError when it names a missing one."""
+    for cell in nb.cells:
+        text = "".join(cell.source) if isinstance(cell.source, list) else cell.source
+        if cell.cell_type != "raw" or not text.lstrip().upper().startswith("# ASSIGNMENT CONFIG"):
+            continue
+        try:
+            config = yaml.safe_load(text.split("\n", 1)[1] if "\n" in text else "") or {}
+        except yaml.YAMLError:
+            return None  # the importer reports the config itself
+        named = config.get("requirements") if isinstance(config, dict) else None
+        if not isinstance(named, str) or named == "requirements.txt":
+            return None
+        path = (source.parent / named).resolve()
+        if not path.is_relative_to(source.parent.resolve()) or not path.is_file():
+            raise InputError(str(source), f"its assignment config names the requirements file "
+                                          f"{named!r}, which is not in its folder")
+        return path
+    return None
 
 
 def import_otter_folder(template: Path, solution: Path, tests: Path, out: Path
