@@ -5,12 +5,18 @@ for a confidence in [0, 1] may write 1000000 and fail validation. We extend the
 converter for the bounds a grader uses: integers in a small closed range become
 an alternation of their literals, and numbers in [0, 1] get a rule that can only
 produce such a number. Other bounds are still checked after generation.
+
+Strings never hold a raw control character: the converter's ``char`` rule (``[^"\\]``)
+lets a model write a newline or a tab inside a string, which ``json.loads`` refuses
+("Invalid control character"), so we replace it with llama.cpp's own rule, which admits
+them only escaped (``\\n``, ``\\u0009``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -18,6 +24,10 @@ import jsonschema
 from .errors import SchemaError
 
 _MAX_INT_ALTERNATIVES = 1000
+# llama.cpp's json-schema-to-grammar ``char``: no '"', no backslash but in an escape, no
+# control character (U+0000-U+001F) nor DEL raw
+_CHAR_RULE = r'char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] ' \
+             r'[0-9a-fA-F] [0-9a-fA-F])'
 _UNIT_NUMBER = '("0" ("." [0-9] [0-9]? [0-9]?)? | "1" ("." "0" "0"? "0"?)?) space'
 
 
@@ -68,9 +78,10 @@ def schema_to_grammar(schema_text: str) -> str:
     try:
         resolved = converter.resolve_refs(schema, "schema")
         converter.visit(resolved, "")
-        return converter.format_grammar()
+        grammar = converter.format_grammar()
     except Exception as exc:  # the converter raises bare Exception/ValueError/KeyError
         raise SchemaError(f"schema cannot be compiled to a grammar: {exc}") from exc
+    return re.sub(r"(?m)^char ::= .*$", lambda _: _CHAR_RULE, grammar)
 
 
 def check_schema(schema: dict[str, Any]) -> str:

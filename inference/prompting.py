@@ -53,9 +53,14 @@ def render_chat(messages: Sequence[ChatMessage], template: str | None,
 
 
 def parse_output(text: str, schema: dict[str, Any], metrics: Any = None) -> Any:
-    """Decode and validate the model's JSON; OutputValidationError if it is not valid."""
+    """Decode and validate the model's JSON; OutputValidationError if it is not valid.
+
+    A raw control character inside a string (a newline a server's grammar let through;
+    ours admits them only escaped) is read as the character it means, as
+    ``json.loads(strict=False)`` does: that is the JSON the model meant, not a repair of
+    its content."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         raise OutputValidationError(
             f"model output is not valid JSON: {exc}", text, metrics) from exc
