@@ -160,6 +160,7 @@ class RequestMetrics:
     decode_tokens: int = 0  # tokens generated (the reply)
     decode_evals: int = 0  # single-token evaluations on the decode side (llama.cpp's count)
     decode_seconds: float = 0.0
+    decode_batch: int = 0  # most sequences decoded together during the reply (batched decode)
     queue_seconds: float = 0.0
     handoff_seconds: float = 0.0
     kv_bytes: int = 0

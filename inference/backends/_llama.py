@@ -16,6 +16,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import llama_cpp as C
 import numpy as np
@@ -197,14 +198,15 @@ class Sampler:
             C.llama_sampler_chain_add(self._ptr, C.llama_sampler_init_temp(temperature))
             C.llama_sampler_chain_add(self._ptr, C.llama_sampler_init_dist(seed & 0xFFFFFFFF))
 
-    def sample(self, ctx: Context) -> int:
-        """Sample from the last evaluated position and accept the token."""
+    def sample(self, ctx: Context | Any, idx: int = -1) -> int:
+        """Sample from the logits of batch row ``idx`` (the last evaluated position by
+        default) and accept the token."""
         if self._ptr is None:
-            logits = C.llama_get_logits_ith(ctx.ptr, -1)
+            logits = C.llama_get_logits_ith(ctx.ptr, idx)
             if not logits:
                 raise BackendError("llama.cpp returned no logits for the last position")
             return int(np.ctypeslib.as_array(logits, shape=(self._n_vocab,)).argmax())
-        return int(C.llama_sampler_sample(self._ptr, ctx.ptr, -1))
+        return int(C.llama_sampler_sample(self._ptr, ctx.ptr, idx))
 
     def accept(self, token: int) -> None:
         """Advance the chain's state (grammar, penalties) by a token sampled elsewhere."""

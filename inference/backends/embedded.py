@@ -10,11 +10,9 @@ the rest. While one request decodes, the next one can already prefill.
 
 from __future__ import annotations
 
-import codecs
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +20,13 @@ from ..config import EngineConfig, RouteConfig
 from ..errors import KVTransferError, ModelLoadError
 from ..grammar import schema_to_grammar
 from ..prefix_cache import PrefixCache, common_prefix
-from ..prompting import parse_output, render_chat
+from ..prompting import render_chat
 from ..threads import ThreadBudget
 from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics, WorkerHealth
 from ._llama import Context, LoadedModel, Sampler
 from .base import Backend, TokenCallback
+from .batched import BatchContext, BatchDecoder
+from .decode_text import Reply
 from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,18 @@ class EmbeddedBackend(Backend):
             self._new_context)
         self.decode_worker: Worker[Context] = self.prefill_worker if one_context else Worker(
             f"{route.role}/decode", "decode", route.role, route.name, self._new_context)
+        # requests decoding at once share one context, a sequence each (batched.py)
+        self.decode_batch = int(route.options.get("decode_batch", 4))
+        self.batch: BatchDecoder | None = None
+        if not one_context and route.mode == "disaggregated" and self.decode_batch > 1:
+            self.batch = BatchDecoder(
+                self.decode_worker,
+                lambda: BatchContext(self.model(), self.n_ctx, self.decode_batch,
+                                     self.budget.total, self.flash_attn),
+                lambda h: self._sampler(h.request, h.request.seed + 1),
+                lambda h, cb: Reply(self.model(), h.request, self._max_tokens(h.request),
+                                    h.metrics, h.t_start, cb),
+                self.budget)
 
     # -- set-up ---------------------------------------------------------------
     def model(self) -> LoadedModel:
@@ -104,12 +116,17 @@ class EmbeddedBackend(Backend):
 
     def warm(self) -> None:
         self.prefill_worker.warm()
-        if self.route.mode == "disaggregated":
+        if self.batch is not None:
+            self.batch.context()
+        elif self.route.mode == "disaggregated":
             self.decode_worker.warm()
 
     def close(self) -> None:
         self.prefill_worker.close(Context.close)
-        self.decode_worker.close(Context.close)
+        if self.batch is not None:
+            self.batch.close()
+        else:
+            self.decode_worker.close(Context.close)
 
     def health(self) -> list[WorkerHealth]:
         workers = [self.prefill_worker]
@@ -216,6 +233,8 @@ class EmbeddedBackend(Backend):
         m.prefill_seconds = pre.perf_seconds
 
     def decode(self, handle: KVHandle, on_token: TokenCallback | None = None) -> GenerationResult:
+        if self.batch is not None:
+            return self.batch.decode(handle, on_token)
         request, m = handle.request, handle.metrics
         with self.decode_worker.serve() as (ctx, queued):
             if handle.fingerprint != ctx.fingerprint:
@@ -245,65 +264,19 @@ class EmbeddedBackend(Backend):
     def _run_decode(self, ctx: Context, request: GenerationRequest, first: int,
                     m: RequestMetrics, t_start: float,
                     on_token: TokenCallback | None) -> GenerationResult:
-        model = self.model()
-        max_tokens = self._max_tokens(request)
-        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-        text, out = "", []
-        finish = "length"
+        reply = Reply(self.model(), request, self._max_tokens(request), m, t_start, on_token)
         ctx.perf_reset()
-        emit: Callable[[str], None] = on_token or (lambda _s: None)
-        # Hold back as many characters as a stop string could still need, so
-        # the stream never shows text that the stop string later cuts off.
-        holdback = max((len(s) for s in request.stop), default=1) - 1
-        emitted, cut = 0, False
         # The decode side's sampler continues the prefill side's: same settings,
         # the first token accepted (advancing the grammar), a seed of its own.
         with self._sampler(request, request.seed + 1) as sampler, self.budget.slot():
             sampler.accept(first)
             token = first
-            while True:
-                if model.is_eog(token):
-                    finish = "stop"
-                    break
-                out.append(token)
-                piece = utf8.decode(model.piece(token))
-                if len(out) == 1:
-                    m.ttft_seconds = time.perf_counter() - t_start
-                text += piece
-                hit = _first_stop(text, request.stop)
-                if hit is not None:
-                    text, finish, cut = text[:hit], "stop", True
-                    break
-                if len(text) - holdback > emitted:
-                    emit(text[emitted:len(text) - holdback])
-                    emitted = len(text) - holdback
-                if len(out) >= max_tokens:
-                    break
+            while reply.push(token):
                 ctx.set_threads(self.budget.share())
                 ctx.eval([token])
                 token = sampler.sample(ctx)
             m.threads = self.budget.share()
-        if not cut:
-            text += utf8.decode(b"", final=True)
-        if len(text) > emitted:
-            emit(text[emitted:])
         perf = ctx.perf()
-        m.decode_tokens = len(out)
         m.decode_evals = perf.n_eval + perf.n_prompt
         m.decode_seconds = perf.seconds
-        m.finish_reason = finish
-        m.total_seconds = time.perf_counter() - t_start
-        m.finished_at = time.time()
-        if request.json_schema is not None:
-            parsed = parse_output(text, request.json_schema, m)
-        else:
-            parsed = None
-        return GenerationResult(text=text, finish_reason=finish,  # type: ignore[arg-type]
-                                metrics=m, parsed=parsed, tokens=tuple(out))
-
-
-def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
-    hits = [i for s in stops if (i := text.find(s)) >= 0]
-    return min(hits) if hits else None
-
-
+        return reply.result()
