@@ -25,6 +25,7 @@ from .errors import (
     BackendError,
     ConfigError,
     InferenceError,
+    OutputValidationError,
     StreamInterrupted,
     UnknownRoleError,
 )
@@ -91,9 +92,25 @@ class DisaggregatedClient:
         """Serve one request. ``restartable``: the caller accepts that a reply whose
         server died mid-stream starts again on another server (its ``on_token`` then
         sees a line saying so, and the text again from the start); without it that
-        request fails with StreamInterrupted."""
+        request fails with StreamInterrupted. A reply whose JSON fails its schema (cut
+        by max_tokens, or a server whose grammar let it through) is tried once more with
+        another seed where that can change it (not greedy decoding here), and where a
+        stream may start again; the second failure is the caller's."""
         try:
             return self._generate(request, on_token)
+        except OutputValidationError as exc:
+            if self.backend(request.role).deterministic(request) or (
+                    on_token is not None and not restartable):
+                raise
+            log.warning("role %s: %s; trying the reply once more", request.role, exc)
+            if on_token is not None:
+                on_token("\n[the reply was not valid JSON; trying once more]\n")
+            result = self._generate(dataclasses.replace(
+                request, seed=request.seed + 7919, request_id=""), on_token)
+            m = result.metrics
+            m.attempts += 1
+            m.failover = "; ".join(x for x in (f"tried again after: {exc}", m.failover) if x)
+            return result
         except StreamInterrupted as exc:
             if not restartable:
                 raise

@@ -81,3 +81,25 @@ def test_every_finished_reply_of_the_bundled_models_is_strict_json(both, role):
         assert value == reply.parsed
     assert set(cut) <= {"length"}
     assert finished >= 2
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_an_invalid_reply_is_tried_once_more_only_where_that_can_change_it(both, tmp_path):
+    def errors(client: DisaggregatedClient) -> int:
+        return sum(1 for m in client.history.recent(50) if "OutputValidationError" in m.error)
+
+    cut = GenerationRequest.chat("small", "Reply with JSON.", "Grade: x = 1",
+                                 json_schema=feedback_schema(CRITERIA), max_tokens=3)
+    before = errors(both)
+    with pytest.raises(OutputValidationError):  # cut by max_tokens twice: the second error
+        both.generate(cut)
+    assert errors(both) == before + 2  # sampled (temperature 0.9): a second try was made
+    greedy = DisaggregatedClient(make_config(tmp_path, {"small": {
+        "model": "smollm2-135m", "temperature": 0.0, "prefix_cache_mb": 0}}))
+    try:
+        with pytest.raises(OutputValidationError):
+            greedy.generate(cut)
+        assert errors(greedy) == 1  # greedy: the same reply again would be no use
+    finally:
+        greedy.close()

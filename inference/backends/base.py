@@ -69,6 +69,11 @@ class Backend(ABC):
         """The context size a prompt must fit, where the backend knows it."""
         return None
 
+    def deterministic(self, request: GenerationRequest) -> bool:
+        """Whether the same request always gets the same reply here (greedy decoding on
+        our own engine): then a second try of a reply that failed its schema is no use."""
+        return False
+
     @abstractmethod
     def health(self) -> list[WorkerHealth]:
         """One entry per worker or server behind this route."""

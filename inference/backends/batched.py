@@ -143,6 +143,11 @@ class BatchDecoder:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    @property
+    def active(self) -> int:
+        """Sequences decoding now."""
+        return len(self._active)
+
     def context(self) -> BatchContext:
         """The context (created on first use: loads the model)."""
         if self._ctx is None:

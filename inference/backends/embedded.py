@@ -162,6 +162,9 @@ class EmbeddedBackend(Backend):
         grammar = schema_to_grammar(request.schema_text) if request.schema_text else None
         return Sampler(self.model(), self._temperature(request), seed, grammar)
 
+    def deterministic(self, request: GenerationRequest) -> bool:
+        return self._temperature(request) <= 0.0
+
     def _temperature(self, request: GenerationRequest) -> float:
         return self.temperature if request.temperature is None else request.temperature
 

@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"file holding the bearer token (or set {TOKEN_ENV})")
     p.add_argument("--slots", type=int, default=d.slots)
     p.add_argument("--queue", type=int, default=d.queue)
+    p.add_argument("--decode-batch", type=int, default=d.decode_batch,
+                   help="replies decoded together, one llama_decode per step for all "
+                        "(continuous batching; 1: each in its slot) (default %(default)s)")
     p.add_argument("--n-ctx", type=int, default=None, help="default: the model's")
     p.add_argument("--threads", type=int, default=None, help="default: every core")
     p.add_argument("--flash-attn", choices=("on", "off"), default="off",
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         options = ServerOptions(
             model=args.model, role=args.role, slots=args.slots, queue=args.queue,
+            decode_batch=args.decode_batch,
             n_ctx=args.n_ctx, threads=args.threads, flash_attn=args.flash_attn == "on",
             lease_seconds=args.lease_seconds, kv_store_mb=args.kv_store_mb,
             max_kv_mb=args.max_kv_mb, prefix_cache_mb=args.prefix_cache_mb,

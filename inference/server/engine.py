@@ -1,9 +1,14 @@
 """The server's engine: the embedded llama.cpp backend behind N slots, a KV store
 and a KV puller.
 
-Each slot is an ``EmbeddedBackend`` whose one context serves prefill, decode and
-generate; the slots share one ``LoadedModel`` (``shared_model``), one
-``PrefixCache`` and one ``ThreadBudget``. The model loads in a background thread:
+Each slot is an ``EmbeddedBackend`` whose one context serves prefill (and, with
+``decode_batch`` 1, decode and generate); the slots share one ``LoadedModel``
+(``shared_model``), one ``PrefixCache`` and one ``ThreadBudget``. With ``decode_batch``
+above 1 (the default) every reply, pulled from a prefill server or prefilled in a slot
+here, is decoded in one ``BatchDecoder`` (``backends.batched``): a context of that many
+sequences, one ``llama_decode`` per step for all, so concurrent clients share steps
+instead of waiting, as llama-server's ``--parallel`` does. A slot is then held for a
+prompt's prefill only. The model loads in a background thread:
 until then every request gets 503 ``loading``. All methods are blocking and run in
 the web server's worker threads.
 """
@@ -39,6 +44,7 @@ from .wire import DecodeBody, KVTimings, Outcome, PrefillReply
 
 if TYPE_CHECKING:
     from ..backends.base import TokenCallback
+    from ..backends.batched import BatchDecoder
     from ..backends.embedded import EmbeddedBackend
 
 log = logging.getLogger(__name__)
@@ -74,6 +80,7 @@ class ServerEngine:
         self._max_tokens = 256
         self._route_name = ""
         self._loader: threading.Thread | None = None
+        self._batch: BatchDecoder | None = None
         self.metrics.bind(busy=lambda: self._pool.busy if self._pool else 0,
                           waiting=lambda: self._pool.waiting if self._pool else 0,
                           handles=lambda: len(self.store),
@@ -105,6 +112,9 @@ class ServerEngine:
             self.n_ctx = backends[0].n_ctx
             self._max_tokens = backends[0].max_tokens
             self._route_name = backends[0].route.name
+            if self.options.decode_batch > 1 and self.options.can_decode:
+                self._batch = self._batch_decoder(backends[0])
+                self._batch.context()
             self._pool = SlotPool(backends, self.options.queue)
         except Exception as exc:  # recorded for /health and every request; never hidden
             log.exception("loading %s failed", self.options.model)
@@ -130,7 +140,26 @@ class ServerEngine:
         return EmbeddedBackend(route, config, self.budget, prefix_cache=self.prefix_cache,
                                one_context=True, worker_name=f"{self.options.role}/slot{index}")
 
+    def _batch_decoder(self, first: EmbeddedBackend) -> BatchDecoder:
+        from ..backends.batched import BatchContext, BatchDecoder
+        from ..backends.decode_text import Reply
+        from ..backends.worker import Worker
+
+        model = first.model()
+        worker: Worker[Any] = Worker(f"{self.options.role}/batch", "decode", "server",
+                                     first.route.name, lambda: None)
+        return BatchDecoder(
+            worker,
+            lambda: BatchContext(model, self.n_ctx, self.options.decode_batch,
+                                 self.budget.total, int(self.options.flash_attn)),
+            lambda h: first._sampler(h.request, h.request.seed + 1),
+            lambda h, cb: Reply(model, h.request, first._max_tokens(h.request), h.metrics,
+                                h.t_start, cb),
+            self.budget)
+
     def close(self) -> None:
+        if self._batch is not None:
+            self._batch.close()
         if self.data is not None:
             self.data.close()
         self.store.close()
@@ -170,6 +199,8 @@ class ServerEngine:
             "identity_hash": ident.identity_hash if ident else "",
             "n_ctx": self.n_ctx, "slots_total": self.options.slots,
             "slots_busy": pool.busy if pool else 0,
+            "decode_batch": self.options.decode_batch,
+            "decoding": self._batch.active if self._batch else 0,
             "queue_depth": pool.waiting if pool else 0, "queue_max": self.options.queue,
             "kv_handles": len(self.store), "kv_store_bytes": self.store.nbytes,
             "kv_store_max_bytes": self.store.max_bytes,
@@ -199,8 +230,15 @@ class ServerEngine:
     def generate(self, request: GenerationRequest,
                  on_token: TokenCallback | None = None) -> Outcome:
         pool, _ = self._ready()
-        with pool.admit() as ticket, ticket.slot() as (backend, waited):
-            outcome = _outcome(lambda: backend.generate(request, on_token))
+        with pool.admit() as ticket:
+            with ticket.slot() as (backend, waited):
+                if self._batch is None:
+                    outcome = _outcome(lambda: backend.generate(request, on_token))
+                else:  # the slot prefills; the reply decodes in the batch
+                    handle = backend.prefill(request)
+            if self._batch is not None:
+                handle.metrics.method, handle.metrics.kv_bytes = "single", 0
+                outcome = _outcome(lambda: self._batch.decode(handle, on_token))
         outcome.metrics.queue_seconds += waited
         outcome.metrics.role = request.role
         self.metrics.record(outcome.metrics)
@@ -233,8 +271,11 @@ class ServerEngine:
             m.kv_transfer_seconds = m.handoff_seconds = hs.seconds + pulled.seconds
             handle = KVHandle(request, kv.tokens, kv.first_token, kv.state, self._fingerprint,
                               m, t_start)
-            with ticket.slot() as (backend, waited):
-                outcome = _outcome(lambda: backend.decode(handle, on_token))
+            if self._batch is not None:
+                waited, outcome = 0.0, _outcome(lambda: self._batch.decode(handle, on_token))
+            else:
+                with ticket.slot() as (backend, waited):
+                    outcome = _outcome(lambda: backend.decode(handle, on_token))
         m.queue_seconds += waited
         load_seconds = m.handoff_seconds - m.kv_transfer_seconds
         self.metrics.record(m)

@@ -30,6 +30,8 @@ class ServerOptions:
     prefix_cache_mb: int = 256
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     n_batch: int = 256
+    # replies decoded together in one context (continuous batching); 1: each in its slot
+    decode_batch: int = 4
     kv_host: str = "127.0.0.1"  # where the KV data port listens (the HTTP host)
     kv_port: int = 0  # the KV data port: 0 any free port, -1 none (KV over HTTP only)
     pull_connect_timeout: float = 5.0
@@ -39,7 +41,8 @@ class ServerOptions:
         if self.role not in SERVER_ROLES:
             raise ConfigError(f"role {self.role!r} is not one of {', '.join(SERVER_ROLES)}")
         for name, low in (("slots", 1), ("queue", 0), ("kv_store_mb", 1), ("max_kv_mb", 1),
-                          ("prefix_cache_mb", 0), ("chunk_bytes", 1), ("n_batch", 1)):
+                          ("prefix_cache_mb", 0), ("chunk_bytes", 1), ("n_batch", 1),
+                          ("decode_batch", 1)):
             if getattr(self, name) < low:
                 raise ConfigError(f"{name} must be >= {low}, got {getattr(self, name)}")
         if self.n_ctx is not None and self.n_ctx < 16:
