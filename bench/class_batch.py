@@ -1,0 +1,96 @@
+"""A class through the models: the bundled notebooks graded as one batch, with and without.
+
+    .venv/bin/python -m bench.class_batch [--quick] [--json]
+
+Grades the 10 retail-sales submissions (4 with --quick) as the app grades a batch
+(``Grader.grade_many``, cores + 1 notebooks at once, the sandbox running each), three
+times in one run: without the models; with the embedded default models decoding one
+reply at a time (``decode_batch = 1``, as before continuous batching); and with the
+default (``decode_batch = 4``: concurrent replies share one ``llama_decode`` per step).
+The last line is one JSON object with each wall time, ``models_over_plain_serial`` and
+``models_over_plain_batched`` (wall with models over wall without: the goal is <= 3),
+the decode tokens and the largest decode batch seen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader.assignment import load_assignment
+from grader.layers.base import GradeOptions
+from grader.pipeline import GradeInput, Grader
+
+from .report import emit, parser
+
+log = logging.getLogger("bench.class_batch")
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retail-sales"
+
+
+def with_models(assignment, items: list[GradeInput], decode_batch: int,
+                workers: int) -> dict[str, float]:
+    from inference import DisaggregatedClient, default_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = default_config(history_db=Path(tmp) / "h.db")
+        routes = {role: dataclasses.replace(r, options={**r.options,
+                                                        "decode_batch": decode_batch})
+                  for role, r in config.routes.items()}
+        with DisaggregatedClient(dataclasses.replace(config, routes=routes)) as client:
+            client.warm()
+            grader = Grader(assignment, GradeOptions(execute=True, use_llm=True),
+                            client=client)
+            t0 = time.perf_counter()
+            reports = grader.grade_many(items, workers=workers)
+            wall = time.perf_counter() - t0
+            recent = client.history.recent(10 * len(items))
+    failed = [r.file for r in reports if r.status == "error"]
+    if failed:
+        log.warning("not graded: %s", failed)
+    return {"wall_s": round(wall, 1),
+            "decode_tokens": sum(m.decode_tokens for m in recent),
+            "widest_batch": max((m.decode_batch for m in recent), default=0),
+            "model_errors": sum(1 for m in recent if m.error)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser(__doc__, "4 notebooks instead of 10")
+    ap.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("grader").setLevel(logging.WARNING)
+    logging.getLogger("inference").setLevel(logging.ERROR)
+    assignment = load_assignment(EXAMPLE)
+    assert assignment.submissions is not None
+    items = [GradeInput.from_path(p) for p in sorted(assignment.submissions.glob("*.ipynb"))]
+    items = items[:4] if args.quick else items
+
+    plain = Grader(assignment, GradeOptions(execute=True, use_llm=False))
+    plain.grade(items[0])  # the solution's run, shared by the batch, as in the app
+    t0 = time.perf_counter()
+    plain.grade_many(items, workers=args.workers)
+    plain_s = time.perf_counter() - t0
+    log.info("without models: %d notebooks in %.1f s", len(items), plain_s)
+    serial = with_models(assignment, items, 1, args.workers)
+    log.info("models, one reply at a time: %s", serial)
+    batched = with_models(assignment, items, 4, args.workers)
+    log.info("models, batched decode: %s", batched)
+    emit({"notebooks": len(items), "workers": args.workers, "plain_wall_s": round(plain_s, 1),
+          "serial_wall_s": serial["wall_s"], "batched_wall_s": batched["wall_s"],
+          "models_over_plain_serial": round(serial["wall_s"] / plain_s, 2),
+          "models_over_plain_batched": round(batched["wall_s"] / plain_s, 2),
+          "batched_over_serial": round(batched["wall_s"] / serial["wall_s"], 2),
+          "decode_tokens_serial": serial["decode_tokens"],
+          "decode_tokens_batched": batched["decode_tokens"],
+          "widest_batch": batched["widest_batch"],
+          "model_errors": serial["model_errors"] + batched["model_errors"]}, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
