@@ -11,10 +11,15 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
   decode-side load) / the decode server re-prefilling the same prompt (target <= 0.10).
 - ``kv_link_ratio``: KV bytes per second achieved between the two servers / a raw
   socket copy of the same number of bytes between two processes on the same loopback
-  (target >= 0.5).
-- ``failover_seconds``: from kill -9 of the decode server to the next successful
-  request through another path, with the client's prober at ``probe_interval_s``
-  (target <= 2 probe intervals).
+  (target >= 0.5). ``kv_link_busy_ratio``: both again while a process of this
+  benchmark spins on one core (``--busy-core``, on by default).
+- ``failover_seconds`` (= ``failover_s``): from kill -9 of the decode server the router
+  ranks first to the next successful request, with the client's prober at
+  ``probe_interval_s``; ``failover_request_s``: the same request before the kill;
+  ``failover_probe_intervals``: what the failover added to the request (the difference)
+  in probe intervals (target <= 2); ``failover_detect_s``: kill -> the client has the
+  server down, and ``failover_down_by`` why. ``failover_busy_*``: the same again, with
+  one more decode server, while a process of ours spins on one core.
 - ``route_regret``: total time of the routes the router chose / total time of the best
   route in hindsight, over prompt lengths x link speeds (a throttling proxy between the
   prefill and the decode server; the decode server prefills at half speed, as a laptop
@@ -25,6 +30,7 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
 
 from __future__ import annotations
 
+import argparse
 import logging
 import multiprocessing
 import socket
@@ -41,6 +47,7 @@ from inference import DisaggregatedClient, GenerationRequest, InferenceError
 from inference.config import parse_config
 from inference.server.launch import ServerProcess, start_server
 
+from .busy import busy_core
 from .report import emit, parser
 from .tcp_proxy import ThrottlingProxy
 
@@ -80,7 +87,7 @@ def servers(*roles: str, extra: tuple[str, ...] = NO_CACHE) -> Iterator[list[Ser
 
 
 # -- identity, handoff and the link ------------------------------------------------------
-def bench_handoff(tmp: Path, rounds: int) -> dict[str, Any]:
+def bench_handoff(tmp: Path, rounds: int, busy: bool = False) -> dict[str, Any]:
     with servers("prefill", "decode") as (p, d), \
             client(tmp, {"p": (p.url, "prefill"), "d": (d.url, "decode")}) as c:
         req = prompt(1500)
@@ -97,6 +104,10 @@ def bench_handoff(tmp: Path, rounds: int) -> dict[str, Any]:
             link.append(m.kv_bytes / m.kv_transfer_seconds)
             raw.append(raw_copy_bps(m.kv_bytes))
             kv_bytes, tokens = m.kv_bytes, m.prompt_tokens
+        busy_figures: dict[str, Any] = {}
+        if busy:
+            log.info("  the KV link with a busy core")
+            busy_figures = link_busy(c, req)
     return {
         "remote_identical": identical,
         "remote_prompt_tokens": tokens,
@@ -107,7 +118,23 @@ def bench_handoff(tmp: Path, rounds: int) -> dict[str, Any]:
         "kv_link_mb_s": statistics.median(link) / 1e6,
         "raw_socket_mb_s": statistics.median(raw) / 1e6,
         "kv_link_ratio": statistics.median(link) / statistics.median(raw),
+        **busy_figures,
     }
+
+
+def link_busy(c: DisaggregatedClient, req: GenerationRequest) -> dict[str, Any]:
+    """The KV link and the raw copy again while a process of ours spins on one core
+    (the prompt is prefilled before the spinner starts: only the move is measured)."""
+    cluster = c.backend("code").cluster
+    tp, td = cluster.transports["p"], cluster.transports["d"]
+    pre = tp.prefill(req)
+    with busy_core():
+        m = td.decode(req, pre, cluster.endpoints["p"]).metrics
+        nbytes = m.kv_bytes or pre.kv_bytes
+        raw = raw_copy_bps(nbytes)
+    link = nbytes / m.kv_transfer_seconds
+    return {"kv_link_busy_mb_s": link / 1e6, "raw_socket_busy_mb_s": raw / 1e6,
+            "kv_link_busy_ratio": link / raw}
 
 
 def _sink(port: int, nbytes: int) -> None:
@@ -143,27 +170,70 @@ def raw_copy_bps(nbytes: int) -> float:
 
 
 # -- failover ---------------------------------------------------------------------------
-def bench_failover(tmp: Path) -> dict[str, Any]:
-    with servers("prefill", "decode", "decode") as (p, d, d2), \
-            client(tmp, {"p": (p.url, "prefill"), "d": (d.url, "decode"),
-                         "d2": (d2.url, "decode")}) as c:
-        req = prompt(100, 8)
-        c.generate(req)  # warm: every server has served
-        t_kill = time.perf_counter()
-        d.kill()
-        deadline = t_kill + 120.0
-        while True:
-            try:
-                result = c.generate(req)
-                break
-            except InferenceError as exc:  # counted in the time, then tried again
-                log.info("  request failed after the kill: %s", exc)
-                if time.perf_counter() > deadline:
-                    raise
-        seconds = time.perf_counter() - t_kill
-    return {"failover_seconds": seconds, "probe_interval_s": PROBE_INTERVAL,
-            "failover_served_by": f"{result.metrics.prefill_worker}->"
-                                  f"{result.metrics.decode_worker} ({result.metrics.method})"}
+def bench_failover(tmp: Path, busy: bool) -> dict[str, Any]:
+    """Kill -9 the decode server the next request would use, quiet and (``busy``) again
+    while a process of ours spins on one core; one decode server more for each."""
+    conditions = [("failover", False), *([("failover_busy", True)] if busy else [])]
+    names = [f"d{i}" for i in range(len(conditions) + 1)]
+    out: dict[str, Any] = {"probe_interval_s": PROBE_INTERVAL}
+    with servers("prefill", *["decode"] * len(names)) as (p, *ds), \
+            client(tmp, {"p": (p.url, "prefill"),
+                         **{n: (d.url, "decode") for n, d in zip(names, ds, strict=True)}}) \
+            as c:
+        procs = dict(zip(names, ds, strict=True))
+        for key, spin in conditions:
+            log.info("  %s", "with a busy core" if spin else "quiet")
+            with busy_core(spin):
+                fig = failover_once(c, procs)
+            log.info("  %s", fig)
+            out.update({f"{key}_{k}": v for k, v in fig.items()})
+    out["failover_seconds"] = out["failover_s"]  # the key of earlier runs
+    return out
+
+
+def failover_once(c: DisaggregatedClient, procs: dict[str, ServerProcess]) -> dict[str, Any]:
+    """Seconds from kill -9 of the decode server the router ranks first to the next
+    successful request; the same request's time before the kill; when and why the
+    client knew the server was down."""
+    backend = c.backend("code")
+    monitor = backend.cluster.monitor
+    req = prompt(100, 8)
+    for opt in backend.options(req):  # every live link measured: no request explores
+        if opt.choice == "ship":
+            backend.run_option(opt, req)
+    before = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        c.generate(req)
+        before.append(time.perf_counter() - t0)
+    first = backend.options(req)[0]
+    victim = first.pair[1] if first.pair else first.servers[-1]
+    killed_at, t_kill = time.time(), time.perf_counter()
+    procs[victim].kill()
+    while True:
+        try:
+            result = c.generate(req)
+            break
+        except InferenceError as exc:  # counted in the time, then tried again
+            log.info("  request failed after the kill: %s", exc)
+            if time.perf_counter() > t_kill + 120.0:
+                raise
+            time.sleep(0.05)
+    seconds = time.perf_counter() - t_kill
+    down = None
+    for _ in range(200):  # the prober has 2 intervals, at most; 10 s here
+        down = next((e for e in monitor.events(1000) if e.server == victim
+                     and e.kind == "down" and e.at >= killed_at), None)
+        if down is not None:
+            break
+        time.sleep(0.05)
+    m = result.metrics
+    request_s = statistics.median(before)
+    return {"s": seconds, "request_s": request_s,
+            "probe_intervals": max(0.0, seconds - request_s) / PROBE_INTERVAL,
+            "detect_s": down.at - killed_at if down else None,
+            "down_by": down.detail[:120] if down else "never marked down",
+            "served_by": f"{m.prefill_worker}->{m.decode_worker} ({m.method})"}
 
 
 # -- routing ----------------------------------------------------------------------------
@@ -229,6 +299,9 @@ def bench_parallel(tmp: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, "1 handoff round instead of 3, 2x2 routing cases instead of 3x3")
+    ap.add_argument("--busy-core", action=argparse.BooleanOptionalAction, default=True,
+                    help="also measure the KV link and failover while a process of this "
+                         "benchmark spins on one core (default: on; both figures reported)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     for name in ("inference", "httpx"):
@@ -237,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"model": "smollm2-135m"}
     with tempfile.TemporaryDirectory() as tmp:
         log.info("identity, handoff and the KV link (1500-token prompt)...")
-        out.update(bench_handoff(Path(tmp), 1 if args.quick else 3))
+        out.update(bench_handoff(Path(tmp), 1 if args.quick else 3, args.busy_core))
         log.info("failover after kill -9 of the decode server...")
-        out.update(bench_failover(Path(tmp)))
+        out.update(bench_failover(Path(tmp), args.busy_core))
         log.info("routing: prompt lengths x link speeds...")
         lengths = [300, 1200] if args.quick else [150, 600, 1500]
         rates: list[float | None] = [None, 2e6] if args.quick else [None, 20e6, 2e6]

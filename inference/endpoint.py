@@ -129,7 +129,8 @@ class Probe:
     status: ServerStatus | None = None
     loading: bool = False
     error: str = ""
-    refused: bool = False  # the connection was refused: the server is gone, not slow
+    refused: bool = False  # refused, or broke and a new one is refused: gone, not slow
+    slow: bool = False  # no answer within the probe timeout: slow, not known to be gone
 
 
 class Transport(ABC):

@@ -29,7 +29,8 @@ class FakeClock:
 
 
 class ScriptedTransport(Transport):
-    """Probes answer per ``mode``: ok, fail, loading, hang (until ``release``), raise."""
+    """Probes answer per ``mode``: ok, fail, refused, slow (timed out), loading, hang
+    (until ``release``), raise."""
 
     def __init__(self, name: str, mode: str = "ok") -> None:
         super().__init__(Endpoint(name, f"http://{name}.invalid:8090"), Timeouts())
@@ -48,6 +49,9 @@ class ScriptedTransport(Transport):
             return Probe(ok=False, latency_s=0.001, loading=True, error="loading")
         if self.mode == "fail":
             return Probe(ok=False, latency_s=0.001, error="connection refused")
+        if self.mode in ("refused", "slow"):
+            return Probe(ok=False, latency_s=2.0, error=f"{self.mode}",
+                         refused=self.mode == "refused", slow=self.mode == "slow")
         return Probe(ok=True, latency_s=0.001, status=ServerStatus(model="m", decode_tps=80.0))
 
     def generate(self, request: GenerationRequest, on_token: object = None) -> GenerationResult:
@@ -169,6 +173,25 @@ def test_failing_server_is_down_in_the_round_that_reaches_the_threshold(
     assert monitor.snapshot("b").state == "up"
     kinds = [e.kind for e in monitor.events() if e.server == "a"]
     assert kinds[-2:] == ["circuit_open", "down"]
+
+
+def test_a_refused_probe_opens_at_once_and_a_lone_slow_probe_opens_nothing(
+        servers: dict[str, ScriptedTransport], clock: FakeClock) -> None:
+    mon = HealthMonitor(servers, breaker=BreakerSettings(failures=1), clock=clock)
+    try:
+        mon.probe_all()
+        servers["a"].mode, servers["b"].mode = "refused", "slow"
+        mon.probe_all()
+        assert [(s.state, s.circuit) for s in mon.snapshots().values()] == \
+            [("down", "open"), ("up", "closed")]  # even at failures=1: b is only slow
+        assert mon.snapshot("b").last_error == "slow"
+        mon.report_success("b", 0.1)  # a real answer ends the run of slow probes
+        mon.probe_all()
+        assert mon.snapshot("b").state == "up"
+        mon.probe_all()  # the second slow probe in a row counts
+        assert (mon.snapshot("b").state, mon.snapshot("b").circuit) == ("down", "open")
+    finally:
+        mon.stop()
 
 
 def test_decisive_request_failure_marks_down_at_once(monitor: HealthMonitor) -> None:

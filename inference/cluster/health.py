@@ -7,10 +7,16 @@ canary marked it, or its breaker is half-open and lets one trial at a time);
 requests or one decisive failure such as a refused connection; or never probed).
 
 A probe whose connection is refused opens the breaker at once, as a refused request
-does. A successful probe of a down server moves its breaker to half-open; a real request
-that succeeds, or the next successful probe, closes it. Without probes an open breaker
-lets one trial through after ``reset_seconds``. Probe timeouts are the transport's
-business. Servers start ``down`` ("not probed yet"): call ``probe_all()`` at start-up.
+does; so does one whose connection broke while a fresh one is refused (a killed server,
+``http_errors.gone``): whatever the load, a dead server is known from its port. A slow
+probe is not a dead server: a probe that timed out (``Probe.slow``) is recorded but not
+counted while it is the first of a run; each further slow probe in a row counts as one
+failure, so a server that stops answering is still opened after ``failures + 1`` slow
+probes, and a busy machine's one late answer opens nothing. A successful probe of a
+down server moves its breaker to half-open; a real request that succeeds, or the next
+successful probe, closes it. Without probes an open breaker lets one trial through
+after ``reset_seconds``. Servers start ``down`` ("not probed yet"): call ``probe_all()``
+at start-up.
 """
 
 from __future__ import annotations
@@ -99,6 +105,7 @@ class _Entry:
     degraded_reason: str = ""
     latency_s: float | None = None
     probing: bool = False
+    slow_run: int = 0  # probes in a row that timed out
 
     def derive(self) -> HealthState:
         if self.base == "loading":
@@ -209,6 +216,7 @@ class HealthMonitor:
             entry.last_probe = probe
             if probe.status is not None:
                 entry.status = probe.status
+            entry.slow_run = entry.slow_run + 1 if probe.slow and not probe.ok else 0
             if probe.ok:
                 entry.base = "up"
                 if entry.breaker.state == "open":
@@ -222,11 +230,14 @@ class HealthMonitor:
             else:
                 if entry.base == "loading":
                     entry.base = "down"
-                entry.breaker.record_failure(decisive=probe.refused)
                 entry.last_error = probe.error or "probe failed"
                 entry.last_error_at = probe.at
-                detail = (f"probe failed ({entry.breaker.consecutive_failures} in a row): "
-                          f"{entry.last_error}")
+                if entry.slow_run == 1 and not probe.refused:  # slow, not dead (module doc)
+                    detail = f"probe slow, not counted: {entry.last_error}"
+                else:
+                    entry.breaker.record_failure(decisive=probe.refused)
+                    detail = (f"probe failed ({entry.breaker.consecutive_failures} in a row"
+                              f"{', decisive' if probe.refused else ''}): {entry.last_error}")
             events = self._settle(name, entry, detail)
         self._emit(events)
 
@@ -250,6 +261,7 @@ class HealthMonitor:
             entry.latency_s = latency_s if entry.latency_s is None else (
                 (1 - LATENCY_EWMA_ALPHA) * entry.latency_s + LATENCY_EWMA_ALPHA * latency_s)
             entry.base = "up"
+            entry.slow_run = 0
             entry.breaker.record_success()
             events = self._settle(name, entry, f"request ok in {latency_s:.2f} s")
         self._emit(events)

@@ -5,14 +5,27 @@
 ``BackendError``, a prompt over the context a ``ContextOverflowError`` with the numbers
 the server gave (vLLM, SGLang, llama-server and Ollama word it differently), other
 4xx an ``InvalidRequestError``. ``error_fields`` reads any server's error JSON.
+
+How a connection failed, for health (any protocol): ``gone`` is decisive, the server is
+gone, not slow: its connection was refused, or it broke under a request or a probe
+(reset, closed mid-answer: a process killed with its requests in flight) and a fresh
+connection is refused, or reset on arrival, at once. A connection that broke while the
+port still takes and holds connections is a blip (a keep-alive race, a proxy), not a
+dead server. ``timed_out``: no answer in time, which on a busy machine is a slow server,
+not a dead one.
 """
 
 from __future__ import annotations
 
 import email.utils
 import re
+import socket
 import time
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
 
 from ..errors import (
     BackendError,
@@ -98,4 +111,62 @@ def error_fields(payload: Any) -> tuple[str, str, dict[str, Any]]:
     return str(err)[:500], "", {}
 
 
-__all__ = ["error_fields", "is_overflow", "overflow_error", "retry_after", "status_error"]
+SETTLE_S = 0.25  # how long a fresh connection must live for its server to count as alive
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__
+
+
+def refused(exc: BaseException) -> bool:
+    """The connection was refused (or could not be made at all)."""
+    return any(type(e).__name__ in ("ConnectError", "ConnectionRefusedError", "ConnectionError")
+               for e in _chain(exc))
+
+
+def broken(exc: BaseException) -> bool:
+    """The connection broke under a request: reset, or closed before the answer ended."""
+    return any(isinstance(e, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                              httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError))
+               for e in _chain(exc))
+
+
+def timed_out(exc: BaseException) -> bool:
+    return any(isinstance(e, (httpx.TimeoutException, TimeoutError)) for e in _chain(exc))
+
+
+def refuses_connections(url: str, timeout: float) -> bool:
+    """Nothing takes a fresh TCP connection to ``url``'s host and port now: it is refused,
+    or reset (or closed) within ``SETTLE_S`` of being made, as the backlog of a process
+    being killed is (its sockets close one by one: a request's may go before the
+    listening one). A server that holds the connection, waiting for a request, is alive."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        sock = socket.create_connection((parts.hostname or "localhost", port), timeout=timeout)
+    except ConnectionRefusedError:
+        return True
+    except OSError:  # unreachable, timed out, unknown name: not known to be gone
+        return False
+    with sock:
+        sock.settimeout(min(timeout, SETTLE_S))
+        try:
+            return sock.recv(1) == b""
+        except (ConnectionResetError, ConnectionAbortedError):
+            return True
+        except OSError:  # no answer to no request: someone is there
+            return False
+
+
+def gone(exc: BaseException, url: str, connect_s: float) -> bool:
+    """Decisive: refused, or broken while a fresh connection is refused (module doc)."""
+    return refused(exc) or (broken(exc) and refuses_connections(url, connect_s))
+
+
+__all__ = ["broken", "error_fields", "gone", "is_overflow", "overflow_error", "refused",
+           "refuses_connections", "retry_after", "status_error", "timed_out"]

@@ -5,7 +5,9 @@
 ``decode`` (another server pulls that KV straight from the prefill server and
 streams the reply) and ``generate`` (one server does both). Bytes of KV never
 pass through this process. Errors arrive as the protocol's typed JSON and leave
-as ``inference.errors`` types.
+as ``inference.errors`` types; a connection that breaks under a request (the server
+killed with it in flight) is ``BackendUnavailable`` at once, as a refused one is, so
+that a decode server is replaced by another that pulls the same KV.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ..errors import (
 )
 from ..prompting import parse_output
 from ..types import GenerationRequest, GenerationResult, RequestMetrics
+from .http_errors import broken, gone, timed_out
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +138,8 @@ class KVServerTransport(Transport):
         except (httpx.HTTPError, BackendError, ValueError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
                          error=f"{type(exc).__name__}: {exc}",
-                         refused=isinstance(exc, httpx.ConnectError))
+                         refused=gone(exc, self.endpoint.url, self.timeouts.connect),
+                         slow=timed_out(exc))
 
     def status(self, timeout: httpx.Timeout | None = None) -> ServerStatus:
         resp = self._http.get("/status", timeout=timeout or self.timeouts.probe)
@@ -211,6 +215,9 @@ class KVServerTransport(Transport):
             raise BackendUnavailable(f"server {self.name}: {what} timed out "
                                      f"({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:
+            if broken(exc):  # reset or cut off mid-answer: cannot be reached any more
+                raise BackendUnavailable(f"server {self.name}: the connection broke during "
+                                         f"{what}: {type(exc).__name__}: {exc}") from exc
             raise BackendError(f"server {self.name}: {what} failed: "
                                f"{type(exc).__name__}: {exc}") from exc
 

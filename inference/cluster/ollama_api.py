@@ -56,7 +56,7 @@ from ..endpoint import (
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..prompting import parse_output
 from ..types import GenerationRequest, GenerationResult, RequestMetrics
-from .http_errors import status_error
+from .http_errors import gone, status_error, timed_out
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,8 @@ class OllamaTransport(Transport):
         except (httpx.HTTPError, BackendError, ValueError, AttributeError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
                          error=f"{type(exc).__name__}: {exc}",
-                         refused=isinstance(exc, httpx.ConnectError))
+                         refused=gone(exc, self.endpoint.url, self.timeouts.connect),
+                         slow=timed_out(exc))
 
     # -- generation ---------------------------------------------------------------
     def options(self, request: GenerationRequest, num_predict: int | None) -> dict[str, Any]:

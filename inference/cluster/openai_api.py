@@ -52,7 +52,15 @@ from ..errors import (
 )
 from ..prompting import parse_output
 from ..types import GenerationRequest, GenerationResult, RequestMetrics
-from .http_errors import error_fields, is_overflow, overflow_error, retry_after, status_error
+from .http_errors import (
+    error_fields,
+    gone,
+    is_overflow,
+    overflow_error,
+    retry_after,
+    status_error,
+    timed_out,
+)
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +140,8 @@ class OpenAITransport(Transport):
         except (httpx.HTTPError, ValueError) as exc:
             return Probe(ok=False, latency_s=time.perf_counter() - t0,
                          error=f"{type(exc).__name__}: {exc}",
-                         refused=isinstance(exc, httpx.ConnectError))
+                         refused=gone(exc, self.endpoint.url, self.timeouts.connect),
+                         slow=timed_out(exc))
 
     def _served_model(self, payload: Any) -> str:
         data = payload.get("data") if isinstance(payload, dict) else None

@@ -8,6 +8,12 @@ has received no token: after the first token a retry could show a different
 reply, so the error goes to the caller. When every server has failed, the
 embedded engine serves the request (``embedded_fallback``), and the request's
 metrics say which servers failed and what served instead.
+
+A failure is decisive (the server's breaker opens at once, so no other request tries
+it) when the server is gone: its connection refused, or broken under the request while
+a fresh connection is refused (``http_errors.gone``: a server killed with the request in
+flight). Success is reported only for the servers that served: a pair whose decode
+server was replaced inside the option does not bring the dead one back up.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from ..errors import (
     StreamInterrupted,
 )
 from ..types import GenerationRequest, GenerationResult, KVHandle, WorkerHealth
+from .http_errors import gone
 
 if TYPE_CHECKING:
     from ..config import EngineConfig, RouteConfig
@@ -95,17 +102,6 @@ def affinity_key(request: GenerationRequest) -> str:
     return hashlib.sha1(head.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def decisive(exc: BaseException) -> bool:
-    """A refused connection: the server is gone, not slow."""
-    cause: BaseException | None = exc
-    while cause is not None:
-        name = type(cause).__name__
-        if name in ("ConnectError", "ConnectionRefusedError", "ConnectionError"):
-            return True
-        cause = cause.__cause__
-    return False
-
-
 class PooledBackend(Backend):
     """Subclasses list the options for a request (``options``)."""
 
@@ -165,6 +161,10 @@ class PooledBackend(Backend):
         tests measure each way a request could have gone."""
         return self._attempt(opt, request, EmitGuard(None))
 
+    def gone(self, name: str, exc: BaseException) -> bool:
+        """Is ``name`` gone, by how ``exc`` failed? (decisive: the module doc)"""
+        return gone(exc, self.cluster.endpoints[name].url, self.config.timeouts.connect)
+
     def _attempt(self, opt: Option, request: GenerationRequest,
                  guard: EmitGuard) -> GenerationResult:
         monitor = self.cluster.monitor
@@ -176,7 +176,7 @@ class PooledBackend(Backend):
         except ServerFailure as exc:  # the option named the server to blame itself
             for name in exc.servers:
                 monitor.report_failure(name, f"{type(exc.cause).__name__}: {exc.cause}",
-                                       decisive=decisive(exc.cause))
+                                       decisive=self.gone(name, exc.cause))
             raise
         except KVTransferError as exc:
             # The pair failed (bad bytes, refused handshake, lease lost): the servers
@@ -189,11 +189,19 @@ class PooledBackend(Backend):
             blame = opt.servers[-1:] if len(opt.servers) > 1 else opt.servers
             for name in blame:
                 monitor.report_failure(name, f"{type(exc).__name__}: {exc}",
-                                       decisive=decisive(exc))
+                                       decisive=self.gone(name, exc))
             raise ServerFailure(blame, exc) from exc
-        for name in opt.servers:
+        for name in self._served(opt, result):
             monitor.report_success(name, time.perf_counter() - t0)
         return result
+
+    def _served(self, opt: Option, result: GenerationResult) -> list[str]:
+        """The servers that served: one the option replaced (a dead decode server) is
+        not among them."""
+        m = result.metrics
+        served = [n for n in dict.fromkeys((m.prefill_worker, m.decode_worker))
+                  if n in self.cluster.endpoints]
+        return served or list(opt.servers)
 
     def _annotate(self, result: GenerationResult, opt: Option, failures: list[str],
                   tried: int, t0: float) -> None:
@@ -213,7 +221,7 @@ class PooledBackend(Backend):
         if failures:
             m.method = "fallback"
             m.failover = "; ".join(failures) + f" -> served by {opt.label}"
-            for name in opt.servers:
+            for name in self._served(opt, result):
                 self.cluster.monitor.record_event(name, "failover", m.failover)
             log.warning("role %s: failed over: %s", self.route.role, m.failover)
         else:

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import BackendError, BackendUnavailable, KVIncompatibleError, KVTransferError
 from ..types import GenerationRequest, GenerationResult
 from .kvclient import KVServerTransport
-from .pooled import EmitGuard, Option, PooledBackend, ServerFailure, affinity_key, decisive
+from .pooled import EmitGuard, Option, PooledBackend, ServerFailure, affinity_key
 
 
 def _by_load(backend: PooledBackend, names: Sequence[str], key: str) -> list[str]:
@@ -217,7 +217,7 @@ class KVServerBackend(_SinglePool):
                         tp.release(pre)
                         raise ServerFailure((dd,), exc) from exc
                     cl.monitor.report_failure(dd, f"{type(exc).__name__}: {exc}",
-                                              decisive=decisive(exc))
+                                              decisive=self.gone(dd, exc))
                     notes.append(f"decode server {dd}: {type(exc).__name__}: {exc}")
                     continue
                 except BackendError as exc:
