@@ -1,19 +1,30 @@
 """Build and run llama.cpp's own ``llama-bench``: the reference our engine is held to.
 
 The binary is built from the llama.cpp sources vendored in the llama-cpp-python
-sdist of the exact version installed (so both sides run the same kernels, built
-with the same default flags: native CPU, OpenMP). The sdist comes from PyPI like
-every other package; the build lands in a cache directory and is reused.
+sdist of the exact version installed, with the CPU features the installed library
+was built with (so both sides run the same kernels; OpenMP as by default). Not
+with -march=native, as scripts/setup.sh explains: on a CPU with AMX (Sapphire
+Rapids) in a VM, ggml's AMX backend crashed every decode (llama-bench and
+llama-batched-bench segfaulted on the first one). The sdist comes from PyPI like
+every other package; the build lands in a cache directory named by the version and
+those features, and is reused.
 
-    python -m bench.llama_bench        # build (once, ~8 min on 2 cores) and print the path
+It builds two targets of llama.cpp's tools, in one build: ``llama-bench`` (one
+sequence: prompt and generation speed) and ``llama-batched-bench`` (several
+sequences decoded together, see bench.batch).
+
+    python -m bench.llama_bench        # build both (once, ~8 min on 2 cores), print the paths
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.metadata
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,9 +45,35 @@ def llama_cpp_version() -> str:
     return importlib.metadata.version("llama-cpp-python")
 
 
-def binary_path(version: str | None = None) -> Path:
+# The llama.cpp tools we build; a build makes every one that is not cached yet.
+TARGETS = ("llama-bench", "llama-batched-bench")
+
+
+# ggml's CPU feature options, by the names llama_print_system_info reports them with.
+_CPU_FEATURES = ("AVX", "AVX_VNNI", "AVX2", "F16C", "FMA", "BMI2", "AVX512", "AVX512_VBMI",
+                 "AVX512_VNNI", "AVX512_BF16")
+
+
+@functools.cache
+def cpu_flags() -> tuple[str, ...]:
+    """The cmake flags that build ggml with the CPU features of the installed
+    llama-cpp-python's library (scripts/setup.sh chose them: AVX2/FMA/F16C, AVX-512
+    where the CPU has it, no AMX)."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    have = set(re.findall(r"(\w+) = 1", info))
+    flags = ["-DGGML_NATIVE=OFF"]
+    flags += [f"-DGGML_{f}={'ON' if f in have else 'OFF'}" for f in _CPU_FEATURES]
+    amx = "ON" if "AMX_INT8" in have else "OFF"
+    flags += [f"-DGGML_AMX_TILE={amx}", f"-DGGML_AMX_INT8={amx}", "-DGGML_AMX_BF16=OFF"]
+    return tuple(flags)
+
+
+def binary_path(version: str | None = None, target: str = "llama-bench") -> Path:
     version = version or llama_cpp_version()
-    return cache_dir() / f"llama-bench-{version}" / "bin" / "llama-bench"
+    key = hashlib.sha256(" ".join(cpu_flags()).encode()).hexdigest()[:10]
+    return cache_dir() / f"llama-bench-{version}-{key}" / "bin" / target
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> None:
@@ -47,13 +84,17 @@ def _run(cmd: list[str], cwd: Path | None = None) -> None:
                            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
-def ensure_llama_bench() -> Path:
-    """Path of a llama-bench built from the installed llama-cpp-python's sources."""
+def ensure_llama_bench(target: str = "llama-bench") -> Path:
+    """Path of ``target`` (one of TARGETS) built from the installed llama-cpp-python's
+    sources. A build makes every target not cached yet, in one cmake build."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown llama.cpp target {target!r}: not one of {TARGETS}")
     version = llama_cpp_version()
-    target = binary_path(version)
-    if target.exists():
-        return target
-    root = target.parent.parent
+    wanted = binary_path(version, target)
+    if wanted.exists():
+        return wanted
+    missing = [t for t in TARGETS if not binary_path(version, t).exists()]
+    root = wanted.parent.parent
     with tempfile.TemporaryDirectory(prefix="llama-bench-src-") as tmp:
         tmpdir = Path(tmp)
         _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
@@ -65,14 +106,15 @@ def ensure_llama_bench() -> Path:
         build = tmpdir / "build"
         _run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
               "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-              "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF"])
-        _run(["cmake", "--build", str(build), "--target", "llama-bench",
+              "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", *cpu_flags()])
+        _run(["cmake", "--build", str(build), "--target", *missing,
               "-j", str(os.cpu_count() or 2)])
-        built = next(build.rglob("bin/llama-bench"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(built, target)
-    (root / "BUILT_FROM").write_text(f"llama-cpp-python=={version} sdist, vendor/llama.cpp\n")
-    return target
+        wanted.parent.mkdir(parents=True, exist_ok=True)
+        for name in missing:
+            shutil.copy2(next(build.rglob(f"bin/{name}")), binary_path(version, name))
+    (root / "BUILT_FROM").write_text(f"llama-cpp-python=={version} sdist, vendor/llama.cpp, "
+                                     f"{' '.join(cpu_flags())}\n")
+    return wanted
 
 
 @dataclass(frozen=True)
@@ -111,4 +153,5 @@ def run_llama_bench(model: Path, threads: int, n_prompt: int, n_gen: int,
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    print(ensure_llama_bench())
+    for name in TARGETS:
+        print(ensure_llama_bench(name))

@@ -1,10 +1,9 @@
-"""Sharing the machine's cores between workers that compute at the same time.
+"""How many threads each llama.cpp evaluation gets.
 
-llama.cpp releases the GIL, so two workers really run in parallel; on a small
-machine the work is compute-bound, and giving each of two concurrent workers
-all the cores oversubscribes them. Every worker holds a ``ThreadBudget`` slot
-while it computes and asks for its share before each llama_decode call: alone
-it gets every thread, with a neighbour it gets half.
+Evaluations run one at a time in the process's compute thread
+(``backends.compute``); workers hold a ``ThreadBudget`` slot while they compute (the
+dashboard's count of active workers) and ask for a share before each evaluation: every
+core that is free.
 
 The share also fits the cores other processes leave free (``FreeCores``): llama.cpp's
 OpenMP threads meet at a barrier after every operation, so a thread whose core another
@@ -94,8 +93,10 @@ class ThreadBudget:
         return self._active
 
     def share(self) -> int:
-        active = max(1, self._active)
-        return max(1, min(self.total, self.free()) // active)
+        """Threads for the next evaluation: every free core. Evaluations run one at a
+        time in the compute thread (``backends.compute``), so workers computing "at the
+        same time" take turns rather than splitting the cores."""
+        return max(1, min(self.total, self.free()))
 
     @contextmanager
     def slot(self) -> Iterator[ThreadBudget]:

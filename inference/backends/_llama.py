@@ -29,6 +29,7 @@ from ..errors import (
     SchemaError,
 )
 from ..models import check_gguf
+from .compute import compute
 
 log = logging.getLogger(__name__)
 _llama_log = logging.getLogger("inference.llama_cpp")
@@ -286,7 +287,7 @@ class Context:
             self.tokens.extend(chunk)
 
     def _decode(self, arr: ctypes.Array[ctypes.c_int32], n: int) -> None:
-        rc = C.llama_decode(self._ptr, C.llama_batch_get_one(arr, n))
+        rc = compute(C.llama_decode, self._ptr, C.llama_batch_get_one(arr, n))
         if rc != 0:
             raise BackendError(f"llama_decode failed with code {rc} at position "
                                f"{len(self.tokens)} of context {self.n_ctx}")

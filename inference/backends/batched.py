@@ -36,6 +36,7 @@ from ..errors import BackendError, KVTransferError, ModelLoadError
 from ..types import GenerationResult, KVHandle
 from ._llama import LoadedModel, Sampler, kv_fingerprint
 from .base import TokenCallback
+from .compute import compute
 from .decode_text import Reply
 from .worker import Worker
 
@@ -95,7 +96,7 @@ class BatchContext:
             b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
             b.seq_id[i][0] = seq
         b.n_tokens = len(items)
-        rc = C.llama_decode(self._ptr, b)
+        rc = compute(C.llama_decode, self._ptr, b)
         if rc != 0:
             raise BackendError(f"llama_decode of a batch of {len(items)} sequences failed "
                                f"with code {rc}")
