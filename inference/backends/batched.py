@@ -47,12 +47,14 @@ log = logging.getLogger(__name__)
 
 class BatchContext:
     """A llama.cpp context of ``n_seq`` sequences (ids 0..n_seq-1) sharing one unified
-    KV cache of ``n_ctx_seq * n_seq`` cells. Used by one thread only."""
+    KV cache of ``n_cells`` cells (as many as a serial decode context had: the
+    sequences decoding together share them, ``BatchDecoder`` admits a request only
+    while its prompt and reply fit beside the others'). Used by one thread only."""
 
-    def __init__(self, model: LoadedModel, n_ctx_seq: int, n_seq: int, threads: int,
+    def __init__(self, model: LoadedModel, n_cells: int, n_seq: int, threads: int,
                  flash_attn: int = -1) -> None:
         params = C.llama_context_default_params()
-        params.n_ctx = n_ctx_seq * n_seq
+        params.n_ctx = n_cells
         params.n_batch = params.n_ubatch = max(n_seq, 32)
         params.n_seq_max = n_seq
         params.n_threads = params.n_threads_batch = threads
@@ -62,8 +64,8 @@ class BatchContext:
         self._ptr = C.llama_init_from_model(model.ptr, params)
         if not self._ptr:
             raise ModelLoadError(f"model {model.name!r}: could not create a decode context of "
-                                 f"{n_seq} x {n_ctx_seq} tokens")
-        self.model, self.n_seq, self.n_ctx_seq = model, n_seq, n_ctx_seq
+                                 f"{n_cells} cells for {n_seq} sequences")
+        self.model, self.n_seq, self.n_cells = model, n_seq, n_cells
         self._mem = C.llama_get_memory(self._ptr)
         self._batch = C.llama_batch_init(n_seq, 0, 1)
         self._threads = threads
@@ -123,6 +125,11 @@ class _Seq:
     steps: int = 0
     widest: int = 0
     done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def need(self) -> int:
+        """KV cells the reply can fill: its prompt and every token it may write."""
+        return len(self.handle.prompt_tokens) + self.reply.max_tokens + 1
     result: GenerationResult | None = None
     error: BaseException | None = None
 
@@ -207,11 +214,18 @@ class BatchDecoder:
         self._fail_all(BackendError(f"{self.worker.name} was closed"))
 
     def _admit(self) -> list[_Seq]:
-        """Waiting requests that fit in the free sequences (called with the lock)."""
-        free = [s for s in range(self.context().n_seq)
-                if s not in {q.slot for q in self._active}]
+        """Waiting requests, in order, that fit in the free sequences and beside the
+        running replies' cells (called with the lock). One that could never fit is
+        admitted alone, for ``_join`` to refuse."""
+        ctx = self.context()
+        free = [s for s in range(ctx.n_seq) if s not in {q.slot for q in self._active}]
+        used = sum(q.need for q in self._active)
         joining = []
         while self._waiting and free:
+            need = self._waiting[0].need
+            if used + need > ctx.n_cells and (self._active or joining):
+                break
+            used += need
             seq = self._waiting.popleft()
             seq.slot = free.pop(0)
             joining.append(seq)
@@ -226,9 +240,9 @@ class BatchDecoder:
                 raise KVTransferError(
                     f"KV state from a different model or layout ({handle.fingerprint} != "
                     f"{ctx.fingerprint}); refusing to load it")
-            if len(handle.prompt_tokens) + seq.reply.max_tokens > ctx.n_ctx_seq:
+            if seq.need > ctx.n_cells:
                 raise KVTransferError(f"the reply does not fit: {len(handle.prompt_tokens)} "
-                                      f"prompt + {seq.reply.max_tokens} > {ctx.n_ctx_seq}")
+                                      f"prompt + {seq.reply.max_tokens} > {ctx.n_cells} cells")
             t = time.perf_counter()
             ctx.load(seq.slot, handle.state)
             handle.metrics.handoff_seconds += time.perf_counter() - t

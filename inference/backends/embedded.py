@@ -91,8 +91,9 @@ class EmbeddedBackend(Backend):
         if not one_context and route.mode == "disaggregated" and self.decode_batch > 1:
             self.batch = BatchDecoder(
                 self.decode_worker,
-                lambda: BatchContext(self.model(), self.n_ctx, self.decode_batch,
-                                     self.budget.total, self.flash_attn),
+                lambda: BatchContext(self.model(),
+                                     int(route.options.get("decode_cells", self.n_ctx)),
+                                     self.decode_batch, self.budget.total, self.flash_attn),
                 lambda h: self._sampler(h.request, h.request.seed + 1),
                 lambda h, cb: Reply(self.model(), h.request, self._max_tokens(h.request),
                                     h.metrics, h.t_start, cb),
