@@ -309,6 +309,9 @@ class CharModel(Backend):
             parsed[cid] = {k: item[k] for k in spec["properties"]}
         return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
 
+    def deterministic(self, request):
+        return True  # greedy: the client's second try would be the same; the layer repairs
+
     def health(self):
         return [WorkerHealth("chars", self.route.role, self.route.name, "generate", "up")]
 
