@@ -6,34 +6,28 @@ or holds at another version: a ``.pth`` file adds the grader's site-packages aft
 own, so the assignment's versions come first and everything else is the grader's. pip
 runs as a program (``pip --python <venv>``), outside the sandbox and never for student
 code, from wheels only (``--only-binary :all:``: no package's build script runs on the
-grader's machine). The venv is built in a folder of its own and moved into place once
-pip succeeded and every requirement reads as satisfied from inside it, so a failed or
-stopped install leaves nothing half made; a second build of the same list waits for the
-first (a lock file) and then finds it done.
+grader's machine). The venv is built once (``building.build_once``) and moved into place only
+once pip succeeded and every requirement reads as satisfied from inside it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
-import uuid
 import venv
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 from ..errors import InputError
+from .building import build_once, run_installer
 from .declared import python_requirements
 
 __all__ = ["build_python_env", "python_env_folder", "ready_python_env", "unmet"]
 
 STAMP = ".grader-env.json"
-INSTALL_TIMEOUT_S = 1800
 _CHECK = """
 import json, sys
 from importlib import metadata
@@ -100,22 +94,9 @@ def build_python_env(root: Path, lines: tuple[str, ...], source: str,
                      say: Callable[[str], None]) -> Path:
     """Build (once) the venv for ``lines``; its interpreter. Raises InputError naming
     ``source`` with pip's last lines when pip fails or a requirement is still unmet."""
-    root.mkdir(parents=True, exist_ok=True)
     folder = python_env_folder(root, lines)
-    with open(root / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (done := ready_python_env(root, lines)) is not None:
-            say(f"Python packages: already installed in {folder.name}")
-            return done
-        building = root / f".{folder.name}.building-{uuid.uuid4().hex[:8]}"
-        try:
-            _build(building, lines, source, say)
-            if folder.exists():
-                shutil.rmtree(folder)
-            building.rename(folder)
-        finally:
-            shutil.rmtree(building, ignore_errors=True)
-    say(f"Python packages installed in {folder}")
+    build_once(folder, lambda: ready_python_env(root, lines) is not None,
+               lambda into: _build(into, lines, source, say), say, "Python packages")
     return _python(folder)
 
 
@@ -131,7 +112,7 @@ def _build(folder: Path, lines: tuple[str, ...], source: str, say: Callable[[str
             "--disable-pip-version-check", "--no-input", "--only-binary", ":all:",
             "--no-warn-script-location", "-r", str(folder / "requirements.txt")]
     say(f"Python packages: pip install {' '.join(str(r) for r in python_requirements(lines))}")
-    tail = _run(argv, say)
+    tail = run_installer(argv, say)
     if tail is not None:
         raise InputError(source, f"pip could not install the assignment's Python packages: "
                                  f"{tail}")
@@ -145,27 +126,3 @@ def _build(folder: Path, lines: tuple[str, ...], source: str, say: Callable[[str
                                  f"{out.stderr[-500:]}".strip())
     (folder / STAMP).write_text(json.dumps({"lines": sorted(lines), "python": sys.version,
                                             "grader": sys.prefix}), encoding="utf-8")
-
-
-def _run(argv: list[str], say: Callable[[str], None]) -> str | None:
-    """Run an installer, each line of its output said; None on success, else its last
-    lines."""
-    lines: list[str] = []
-    env = {**os.environ, "PIP_NO_INPUT": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, env=env)
-    except OSError as exc:
-        return str(exc)
-    with proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line := line.rstrip():
-                lines.append(line)
-                say(line)
-        try:
-            code = proc.wait(timeout=INSTALL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return f"stopped after {INSTALL_TIMEOUT_S} s"
-    return None if code == 0 else " / ".join(lines[-6:]) or f"exit status {code}"

@@ -10,20 +10,18 @@ every package loads from it, so a failed install leaves nothing half made.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import json
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
 from ..sandbox.view import sandbox_env
-from .python_env import _run
+from .building import build_once, run_installer
 
 __all__ = ["build_r_library", "r_library_folder", "r_repos", "ready_r_library", "unmet_r"]
 
@@ -96,30 +94,19 @@ def build_r_library(root: Path, names: tuple[str, ...], source: str,
     rscript = _rscript()
     if rscript is None:
         raise InputError(source, "the assignment needs R packages and R is not installed")
-    root.mkdir(parents=True, exist_ok=True)
     folder = r_library_folder(root, names)
-    with open(root / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (done := ready_r_library(root, names)) is not None:
-            say(f"R packages: already installed in {folder.name}")
-            return done
-        building = root / f".{folder.name}.building-{uuid.uuid4().hex[:8]}"
-        building.mkdir(mode=0o755)
-        try:
-            wanted = [n for n in names if n in unmet_r(names)]
-            say(f"R packages: install.packages({', '.join(wanted)}) from {r_repos()}")
-            tail = _run([rscript, "--no-init-file", "-e", _INSTALL, str(building), r_repos(),
-                         *wanted], say) if wanted else None
-            still = unmet_r(names, building)
-            if still:
-                raise InputError(source, f"R could not install {', '.join(still)} from "
-                                         f"{r_repos()}: {tail or 'see the install log'}")
-            (building / STAMP).write_text(json.dumps({"names": sorted(names)}),
-                                          encoding="utf-8")
-            if folder.exists():
-                shutil.rmtree(folder)
-            building.rename(folder)
-        finally:
-            shutil.rmtree(building, ignore_errors=True)
-    say(f"R packages installed in {folder}")
+
+    def build(into: Path) -> None:
+        into.mkdir(mode=0o755)
+        wanted = [n for n in names if n in unmet_r(names)]
+        say(f"R packages: install.packages({', '.join(wanted)}) from {r_repos()}")
+        tail = run_installer([rscript, "--no-init-file", "-e", _INSTALL, str(into), r_repos(),
+                              *wanted], say) if wanted else None
+        if still := unmet_r(names, into):
+            raise InputError(source, f"R could not install {', '.join(still)} from "
+                                     f"{r_repos()}: {tail or 'see the install log'}")
+        (into / STAMP).write_text(json.dumps({"names": sorted(names)}), encoding="utf-8")
+
+    build_once(folder, lambda: ready_r_library(root, names) is not None, build, say,
+               "R packages")
     return folder

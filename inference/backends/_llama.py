@@ -320,10 +320,7 @@ class Context:
     def set_state(self, state: bytes | memoryview, tokens: list[int] | tuple[int, ...]) -> None:
         """Replace seq 0 with a state from get_state (on this or another context)."""
         self.clear()
-        data = bytes(state) if isinstance(state, memoryview) else state
-        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        n = C.llama_state_seq_set_data(self._ptr, buf, len(data), 0)
-        if n == 0:
+        if not set_seq_state(self._ptr, state, 0):
             self.clear()
             raise KVTransferError("llama_state_seq_set_data refused the KV state "
                                   "(model, KV type or context layout differ)")
@@ -343,6 +340,14 @@ class Context:
         if self._ptr:
             C.llama_free(self._ptr)
             self._ptr = None
+
+
+def set_seq_state(ctx_ptr, state: bytes | memoryview, seq: int) -> bool:
+    """Load a sequence state (``llama_state_seq_get_data`` of any context with the same
+    fingerprint) into sequence ``seq`` of a context; False when llama.cpp refuses it."""
+    data = bytes(state) if isinstance(state, memoryview) else state
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    return C.llama_state_seq_set_data(ctx_ptr, buf, len(data), seq) != 0
 
 
 def kv_fingerprint(model: LoadedModel, flash_attn: int) -> str:

@@ -22,7 +22,6 @@ saw, not a share of what the batch did.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import threading
 import time
@@ -34,7 +33,7 @@ import llama_cpp as C
 
 from ..errors import BackendError, KVTransferError, ModelLoadError
 from ..types import GenerationResult, KVHandle
-from ._llama import LoadedModel, Sampler, kv_fingerprint
+from ._llama import LoadedModel, Sampler, kv_fingerprint, set_seq_state
 from .base import TokenCallback
 from .compute import compute
 from .decode_text import Reply
@@ -84,9 +83,7 @@ class BatchContext:
         """Put a sequence's KV state (``Context.get_state`` of any context with the same
         fingerprint) into sequence ``seq``."""
         self.drop(seq)
-        data = bytes(state) if isinstance(state, memoryview) else state
-        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if C.llama_state_seq_set_data(self._ptr, buf, len(data), seq) == 0:
+        if not set_seq_state(self._ptr, state, seq):
             self.drop(seq)
             raise KVTransferError("llama_state_seq_set_data refused the KV state (model, KV "
                                   "type or context layout differ, or the batch is full)")
@@ -160,7 +157,7 @@ class BatchDecoder:
         """The context (created on first use: loads the model)."""
         if self._ctx is None:
             self._ctx = self._make_context()
-            self.worker._resource = self._ctx  # the worker's health shows it loaded
+            self.worker.attach(self._ctx)  # its health shows it loaded
         return self._ctx
 
     def decode(self, handle: KVHandle, on_token: TokenCallback | None = None
@@ -320,4 +317,4 @@ class BatchDecoder:
         if self._ctx is not None:
             self._ctx.close()
             self._ctx = None
-            self.worker._resource = None
+            self.worker.attach(None)

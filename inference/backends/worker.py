@@ -59,6 +59,11 @@ class Worker(Generic[T]):
                     self.requests += 1
                     self.last_latency_s = time.perf_counter() - start
 
+    def attach(self, resource: T | None) -> None:
+        """Set the resource another owner made (a batched decoder's context, which it
+        serves from its own thread rather than through ``serve``)."""
+        self._resource = resource
+
     @property
     def loaded(self) -> bool:
         return self._resource is not None
