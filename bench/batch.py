@@ -18,16 +18,21 @@ medians are compared, because this machine's speed drifts.
   moment (a barrier) with its own prompt of ~P tokens, greedy, ``max_tokens=G``,
   no stop strings, prefix reuse off. There is no way to force G tokens (no
   ignore-eos), so the prompts ask for a long list and the real tokens are counted.
-  Each request's decode span runs from its first streamed token to its return;
-  ``ours_decode_tps_N`` = the tokens after the first of all N requests / the wall
-  time during which at least one of them was decoding (the union of the spans). It
-  is what llama.cpp's S_TG measures when all prompts are prefilled first; when
-  prompts are prefilled while others decode, that time is counted. Also reported:
-  the same tokens over the whole wall time from the first start to the last return
-  (``ours_e2e_tps_N``, prefill included), and the sum of each request's own
-  decode tok/s from its metrics (``ours_sum_tps_N``: it overstates whenever the
-  requests' decode spans do not all overlap; N x one stream when they decode one
-  at a time).
+  ``ours_decode_tps_N`` = the tokens the decode worker's batched steps decoded /
+  the seconds of those steps' own work (each step's ``llama_decode`` as it ran in
+  the compute thread, its sampling and the replies' text; the worker's
+  ``decode_step_*`` counters, read before and after): what ``S_TG`` measures.
+  The prompts are not all prefilled first here: a request joins the batch when its
+  own prefill is done, the others decoding meanwhile, and a step that waits for a
+  prefill chunk of another context does not count that wait.
+- end to end, prefill included: ``ours_e2e_tps_N`` = the tokens after the first of
+  all N requests / first start -> last return, against llama.cpp's N x G / (its
+  prefill time + its TG time) (``llama_e2e_tps_N``): the wall time a class waits.
+  Also reported: ``ours_span_tps_N``, the same tokens over the wall time during
+  which at least one request was decoding (from its first streamed token to its
+  return: the union of the spans, prefills of later requests included), and the
+  sum of each request's own decode tok/s from its metrics (``ours_sum_tps_N``: it
+  overstates whenever the requests' decode spans do not all overlap).
 
 The last line of stdout is one JSON object: ``batch_ratio_min`` (the smallest, over
 the sizes, of ours / llama.cpp), the figures per size, ``batch_speedup_4`` (ours at
@@ -77,6 +82,12 @@ class LlamaRow:
     t_tg: float
     speed_tg: float  # S_TG: pl * tg / t_tg
     speed_pp: float
+    t: float  # t_pp + t_tg
+
+    @property
+    def e2e_tg(self) -> float:
+        """The generated tokens over the whole run, prefill included."""
+        return self.pl * self.tg / self.t
 
 
 def run_batched_bench(model: Path, threads: int, n_prompt: int, n_gen: int,
@@ -100,7 +111,7 @@ def run_batched_bench(model: Path, threads: int, n_prompt: int, n_gen: int,
         if line.startswith("{") and '"speed_tg"' in line:
             r = json.loads(line)
             rows[r["pl"]] = LlamaRow(r["pl"], r["pp"], r["tg"], r["t_tg"], r["speed_tg"],
-                                     r["speed_pp"])
+                                     r["speed_pp"], r["t"])
     missing = [n for n in sizes if n not in rows]
     if missing:
         raise RuntimeError(f"llama-batched-bench gave no row for sizes {missing} "
@@ -117,9 +128,10 @@ def llama_build() -> str:
 
 
 # -- our side ---------------------------------------------------------------------
-def _client(tmp: Path, threads: int, mode: str) -> DisaggregatedClient:
-    route = RouteConfig(ROLE, mode=mode, prefix_cache_mb=0,  # type: ignore[arg-type]
-                        fallback=False)
+def _client(tmp: Path, threads: int) -> DisaggregatedClient:
+    """A disaggregated route (the engine's default: the batched decoder is its decode
+    side), prefix reuse off."""
+    route = RouteConfig(ROLE, mode="disaggregated", prefix_cache_mb=0, fallback=False)
     return DisaggregatedClient(EngineConfig(routes={ROLE: route}, threads=threads,
                                             history_db=tmp / "bench-history.db"))
 
@@ -149,8 +161,9 @@ def make_prompts(client: DisaggregatedClient, count: int, n_tokens: int) -> list
 @dataclass(frozen=True)
 class OneRun:
     n: int
-    decode_tps: float  # tokens after the first / union of the decode spans
-    e2e_tps: float  # the same tokens / first start -> last return
+    decode_tps: float  # tokens of the batched steps / the steps' own seconds
+    e2e_tps: float  # tokens after the first / first start -> last return
+    span_tps: float  # the same tokens / union of the decode spans
     sum_tps: float  # sum of each request's decode tok/s (its metrics)
     tokens: list[int]  # tokens of each reply
     prompt_tokens: list[int]
@@ -167,9 +180,20 @@ def _union(spans: list[tuple[float, float]]) -> float:
     return total
 
 
+def _step_counters(client: DisaggregatedClient) -> tuple[int, float]:
+    """The route's decode worker's batched steps so far: tokens, seconds."""
+    batch = getattr(client.backend(ROLE), "batch", None)
+    if batch is None:
+        raise RuntimeError(f"route {ROLE!r} decodes serially (no batched decoder): "
+                           "nothing to compare with llama-batched-bench")
+    w = batch.worker
+    return w.step_tokens, w.step_seconds
+
+
 def run_ours(client: DisaggregatedClient, prompts: list[str], n_gen: int) -> OneRun:
     """All prompts at once, one thread each, released together by a barrier."""
     n = len(prompts)
+    tokens0, seconds0 = _step_counters(client)
     barrier = threading.Barrier(n)
     starts, firsts, ends = [0.0] * n, [0.0] * n, [0.0] * n
     results: list[Any] = [None] * n
@@ -205,10 +229,13 @@ def run_ours(client: DisaggregatedClient, prompts: list[str], n_gen: int) -> One
     spans = [(firsts[i] or ends[i], ends[i]) for i in range(n)]
     decode_wall = _union(spans)
     e2e_wall = max(ends) - min(starts)
+    tokens1, seconds1 = _step_counters(client)
+    step_seconds = seconds1 - seconds0
     return OneRun(
         n=n,
-        decode_tps=after_first / decode_wall if decode_wall > 0 else 0.0,
+        decode_tps=(tokens1 - tokens0) / step_seconds if step_seconds > 0 else 0.0,
         e2e_tps=after_first / e2e_wall,
+        span_tps=after_first / decode_wall if decode_wall > 0 else 0.0,
         sum_tps=sum(r.metrics.decode_tps for r in results),
         tokens=tokens,
         prompt_tokens=[r.metrics.prompt_tokens for r in results],
@@ -260,15 +287,18 @@ def bench_busy_core(client: DisaggregatedClient, prompts: list[str], n_gen: int,
 
 # -- the run --------------------------------------------------------------------------
 def _table(sizes: list[int], out: dict[str, Any]) -> str:
-    head = (f"{'N':>3} | {'ours decode':>11} | {'ours e2e':>8} | {'ours sum':>8} | "
-            f"{'llama S_TG':>10} | {'ratio':>5} | {'tokens/reply':>12} | {'batch':>5}")
+    head = (f"{'N':>3} | {'ours decode':>11} | {'llama S_TG':>10} | {'ratio':>5} | "
+            f"{'ours e2e':>8} | {'llama e2e':>9} | {'ratio':>5} | {'ours span':>9} | "
+            f"{'ours sum':>8} | {'tokens/reply':>12} | {'batch':>5}")
     lines = [head, "-" * len(head)]
     for n in sizes:
         lines.append(
-            f"{n:>3} | {out[f'ours_decode_tps_{n}']:>11.1f} | {out[f'ours_e2e_tps_{n}']:>8.1f} | "
-            f"{out[f'ours_sum_tps_{n}']:>8.1f} | {out[f'llama_tg_tps_{n}']:>10.1f} | "
-            f"{out[f'batch_ratio_{n}']:>5.2f} | {out[f'ours_tokens_min_{n}']:>5d}-"
-            f"{out[f'ours_tokens_max_{n}']:<6d} | {out[f'ours_decode_batch_{n}']:>5d}")
+            f"{n:>3} | {out[f'ours_decode_tps_{n}']:>11.1f} | {out[f'llama_tg_tps_{n}']:>10.1f} | "
+            f"{out[f'batch_ratio_{n}']:>5.2f} | {out[f'ours_e2e_tps_{n}']:>8.1f} | "
+            f"{out[f'llama_e2e_tps_{n}']:>9.1f} | {out[f'e2e_ratio_{n}']:>5.2f} | "
+            f"{out[f'ours_span_tps_{n}']:>9.1f} | {out[f'ours_sum_tps_{n}']:>8.1f} | "
+            f"{out[f'ours_tokens_min_{n}']:>5d}-{out[f'ours_tokens_max_{n}']:<6d} | "
+            f"{out[f'ours_decode_batch_{n}']:>5d}")
     return "\n".join(lines)
 
 
@@ -284,8 +314,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="tokens generated per sequence (default 128, 32 with --quick)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="ABBA rounds per size (default 3, 1 with --quick)")
-    ap.add_argument("--mode", choices=("disaggregated", "single"), default="disaggregated",
-                    help="our route's mode (default disaggregated, the engine's default)")
     ap.add_argument("--n-batch", type=int, default=256,
                     help="llama-batched-bench -b/-ub: our prefill batch (default 256)")
     args = ap.parse_args(argv)
@@ -300,13 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     model = BUILTIN_MODELS["smollm2-135m"].resolve_path()
     out: dict[str, Any] = {"model": "smollm2-135m", "threads": args.threads,
-                           "llama_cpp_python": llama_cpp_version(), "mode": args.mode,
+                           "llama_cpp_python": llama_cpp_version(), "mode": "disaggregated",
                            "sizes": sizes, "gen_tokens": n_gen, "rounds": rounds}
     ours: dict[int, list[OneRun]] = {n: [] for n in sizes}
     ref: dict[int, list[LlamaRow]] = {n: [] for n in sizes}
     build = llama_build()
     with tempfile.TemporaryDirectory() as tmp, \
-            _client(Path(tmp), args.threads, args.mode) as client:
+            _client(Path(tmp), args.threads) as client:
         prompts = make_prompts(client, max(sizes), args.prompt_tokens)
         log.info("warming up (%d requests at once, 4 tokens)...", max(sizes))
         warm = run_ours(client, prompts, 4)
@@ -329,9 +357,10 @@ def main(argv: list[str] | None = None) -> int:
                 for step in steps:
                     step(n)
                 o, lr = ours[n][-1], ref[n][-1]
-                log.info("round %d, N=%d: ours %.1f tok/s (e2e %.1f, sum %.1f, tokens %s) | "
-                         "llama-batched-bench S_TG %.1f", r + 1, n, o.decode_tps, o.e2e_tps,
-                         o.sum_tps, o.tokens, lr.speed_tg)
+                log.info("round %d, N=%d: ours %.1f tok/s (e2e %.1f, span %.1f, sum %.1f, "
+                         "tokens %s) | llama-batched-bench S_TG %.1f (e2e %.1f)", r + 1, n,
+                         o.decode_tps, o.e2e_tps, o.span_tps, o.sum_tps, o.tokens,
+                         lr.speed_tg, lr.e2e_tg)
         log.info("busy core...")
         out.update(bench_busy_core(client, prompts, n_gen, max(2, rounds)))
 
@@ -341,17 +370,21 @@ def main(argv: list[str] | None = None) -> int:
         runs = ours[n]
         out[f"ours_decode_tps_{n}"] = med(x.decode_tps for x in runs)
         out[f"ours_e2e_tps_{n}"] = med(x.e2e_tps for x in runs)
+        out[f"ours_span_tps_{n}"] = med(x.span_tps for x in runs)
         out[f"ours_sum_tps_{n}"] = med(x.sum_tps for x in runs)
         out[f"ours_tokens_min_{n}"] = min(min(x.tokens) for x in runs)
         out[f"ours_tokens_max_{n}"] = max(max(x.tokens) for x in runs)
         out[f"ours_decode_batch_{n}"] = max(x.decode_batch for x in runs)
         out[f"llama_tg_tps_{n}"] = med(x.speed_tg for x in ref[n])
+        out[f"llama_e2e_tps_{n}"] = med(x.e2e_tg for x in ref[n])
+        out[f"e2e_ratio_{n}"] = out[f"ours_e2e_tps_{n}"] / out[f"llama_e2e_tps_{n}"]
         # Every round's figure, to see how much the machine drifted.
         out[f"ours_decode_tps_runs_{n}"] = [round(x.decode_tps, 1) for x in runs]
         out[f"llama_tg_tps_runs_{n}"] = [round(x.speed_tg, 1) for x in ref[n]]
         ratios[n] = out[f"ours_decode_tps_{n}"] / out[f"llama_tg_tps_{n}"]
         out[f"batch_ratio_{n}"] = ratios[n]
     out["batch_ratio_min"] = min(ratios.values())
+    out["e2e_ratio_min"] = min(out[f"e2e_ratio_{n}"] for n in sizes)
     if 1 in sizes and 4 in sizes:
         out["batch_speedup_4"] = out["ours_decode_tps_4"] / out["ours_decode_tps_1"]
         out["llama_speedup_4"] = out["llama_tg_tps_4"] / out["llama_tg_tps_1"]
@@ -360,15 +393,16 @@ def main(argv: list[str] | None = None) -> int:
     out["bench_seconds"] = time.perf_counter() - t_start
     if not args.json:
         print(_table(sizes, out))
-        print(f"ours decode: tokens after the first / wall time with any sequence decoding; "
-              f"e2e: the same over first start -> last return; sum: of per-request "
-              f"decode tok/s; llama S_TG: llama-batched-bench -kvu, {n_prompt}-token "
-              f"prompts, {n_gen} tokens, {args.threads} threads ({build})")
+        print(f"ours decode: tokens of the batched steps / their own seconds; llama S_TG: "
+              f"llama-batched-bench -kvu, {n_prompt}-token prompts, {n_gen} tokens, "
+              f"{args.threads} threads ({build}); e2e: generated tokens / the whole run, "
+              f"prefill included; span: ours over the wall time with any sequence "
+              f"decoding; sum: of per-request decode tok/s")
         print(f"batch_ratio_min {out['batch_ratio_min']:.3f}; busy_core_decode_ratio "
               f"{out['busy_core_decode_ratio']:.3f} (N=1: {out['ours_busy_decode_tps_1']:.1f} "
               f"with a core spinning / {out['ours_quiet_decode_tps_1']:.1f} tok/s quiet)")
     head = ("model", "threads", "llama_cpp_python", "llama_cpp_build", "batch_ratio_min",
-            "batch_speedup_4", "llama_speedup_4", "busy_core_decode_ratio")
+            "e2e_ratio_min", "batch_speedup_4", "llama_speedup_4", "busy_core_decode_ratio")
     emit({**{k: out[k] for k in head if k in out}, **out}, True)
     return 0
 

@@ -32,18 +32,26 @@ def default_threads() -> int:
 
 
 class FreeCores:
-    """How many of our cores other processes leave free, measured over the last
-    ``every_s`` seconds: the busy time of our CPUs (``/proc/stat``) less our own
-    process's CPU time. A core counts as taken when others kept it busier than
-    ``taken``. Cheap to call often (the answer is kept ``every_s``)."""
+    """How many of our cores other processes leave free, measured over the time since
+    the last call (at least ``every_s`` seconds): the busy time of our CPUs
+    (``/proc/stat``) less our own process's CPU time. A core counts as taken when
+    others kept it busier than ``taken``. Cheap to call often (the answer is kept
+    ``every_s``).
+
+    After an idle spell longer than ``stale_s`` that interval says what others did
+    while we waited, not what they do now (a benchmark that ran and ended, a batch of
+    sandboxes that finished: measured, the next prefill ran on one thread at 60% of
+    its speed): the first call then measures a fresh ``probe_s`` window."""
 
     def __init__(self, every_s: float = 0.5, taken: float = 0.7,
-                 stat: Path = Path("/proc/stat")) -> None:
+                 stat: Path = Path("/proc/stat"), stale_s: float = 2.0,
+                 probe_s: float = 0.2) -> None:
         try:
             self.cpus = {f"cpu{c}" for c in os.sched_getaffinity(0)}
         except AttributeError:
             self.cpus = set()
         self.every_s, self.taken, self._stat = every_s, taken, stat
+        self.stale_s, self.probe_s = stale_s, probe_s
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._lock = threading.Lock()
         self._last = self._sample()
@@ -69,6 +77,11 @@ class FreeCores:
             last = self._last
             if last is None or time.monotonic() - last[0] < self.every_s:
                 return self._free
+            if time.monotonic() - last[0] > self.stale_s:
+                last = self._sample()
+                time.sleep(self.probe_s)
+                if last is None:
+                    return self._free
             now = self._sample()
             if now is None:
                 return self._free

@@ -44,6 +44,31 @@ def test_a_core_others_keep_busy_is_left_to_them(tmp_path):
     assert free() >= 1
 
 
+def test_what_others_did_during_a_long_idle_spell_is_not_held_against_now(tmp_path):
+    """A core kept busy while we were idle, and quiet since: all cores are ours."""
+    stat = tmp_path / "stat"
+    write_stat(stat, {})
+    free = FreeCores(every_s=0.0, stat=stat, stale_s=0.3, probe_s=0.05)
+    time.sleep(0.5)
+    tick = os.sysconf("SC_CLK_TCK")
+    write_stat(stat, {CPUS[0]: int(0.5 * tick)})  # busy the whole spell, then stopped
+    assert free() == len(CPUS)
+    # A core still busy now is seen in the fresh window.
+    time.sleep(0.5)
+    write_stat(stat, {CPUS[0]: int(1.0 * tick)})
+
+    class Busy(FreeCores):
+        def _sample(self):
+            out = super()._sample()
+            if out is not None:  # a core others keep busy during the probe too
+                write_stat(stat, {CPUS[0]: int(out[1] * tick) + int(self.probe_s * tick) + 1})
+            return out
+
+    busy = Busy(every_s=0.0, stat=stat, stale_s=0.3, probe_s=0.05)
+    time.sleep(0.5)
+    assert busy() == max(1, len(CPUS) - 1)
+
+
 def test_the_share_is_the_free_cores_split_between_workers():
     class Fixed(FreeCores):
         def __call__(self) -> int:

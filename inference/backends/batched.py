@@ -35,7 +35,7 @@ from ..errors import BackendError, KVTransferError, ModelLoadError
 from ..types import GenerationResult, KVHandle
 from ._llama import LoadedModel, Sampler, kv_fingerprint, set_seq_state
 from .base import TokenCallback
-from .compute import compute
+from .compute import compute_timed
 from .decode_text import Reply
 from .worker import Worker
 
@@ -88,17 +88,20 @@ class BatchContext:
             raise KVTransferError("llama_state_seq_set_data refused the KV state (model, KV "
                                   "type or context layout differ, or the batch is full)")
 
-    def step(self, items: list[tuple[int, int, int]]) -> None:
-        """Evaluate one token per sequence: ``(seq, token, position)``, logits for each."""
+    def step(self, items: list[tuple[int, int, int]]) -> float:
+        """Evaluate one token per sequence: ``(seq, token, position)``, logits for each;
+        the seconds the ``llama_decode`` ran (not the time it queued for the compute
+        thread)."""
         b = self._batch
         for i, (seq, token, pos) in enumerate(items):
             b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
             b.seq_id[i][0] = seq
         b.n_tokens = len(items)
-        rc = compute(C.llama_decode, self._ptr, b)
+        rc, ran = compute_timed(C.llama_decode, self._ptr, b)
         if rc != 0:
             raise BackendError(f"llama_decode of a batch of {len(items)} sequences failed "
                                f"with code {rc}")
+        return ran
 
     def drop(self, seq: int) -> None:
         C.llama_memory_seq_rm(self._mem, seq, -1, -1)
@@ -259,14 +262,16 @@ class BatchDecoder:
         ctx.set_threads(self._budget.share())
         t0 = time.perf_counter()
         try:
-            ctx.step([(s.slot, s.token, s.position) for s in active])
+            ran = ctx.step([(s.slot, s.token, s.position) for s in active])
+            t1 = time.perf_counter()
             for i, seq in enumerate(active):
                 seq.token = seq.sampler.sample(ctx, i)
         except BaseException as exc:
             for seq in active:
                 self._finish(seq, error=exc)
             return
-        spent = time.perf_counter() - t0
+        t2 = time.perf_counter()
+        spent = t2 - t0
         for seq in active:
             seq.position += 1
             seq.steps += 1
@@ -274,6 +279,8 @@ class BatchDecoder:
             seq.handle.metrics.decode_seconds += spent
             if not seq.reply.push(seq.token):
                 self._finish(seq)
+        # The step's own work: its llama_decode, the sampling, the replies' text.
+        self.worker.count_step(len(active), ran + time.perf_counter() - t1)
 
     def _finish(self, seq: _Seq, error: BaseException | None = None) -> None:
         if seq in self._active:

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["compute"]
+__all__ = ["compute", "compute_timed"]
 
 T = TypeVar("T")
 _jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], list[Any],
                                threading.Event]] = queue.SimpleQueue()
+# A job's box: [result, exception, seconds it ran in the compute thread].
 _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 
@@ -32,28 +34,37 @@ _start_lock = threading.Lock()
 def _loop() -> None:
     while True:
         fn, args, box, done = _jobs.get()
+        t0 = time.perf_counter()
         try:
             box[0] = fn(*args)
         except BaseException as exc:  # handed to the caller, which raises it
             box[1] = exc
         finally:
+            box[2] = time.perf_counter() - t0
             done.set()
 
 
 def compute(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in the compute thread; its result (or its exception) here."""
+    return compute_timed(fn, *args)[0]
+
+
+def compute_timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``compute``, and the seconds ``fn`` ran: without the time it queued behind other
+    work of the compute thread (a prefill chunk of another context)."""
     global _thread
     if threading.current_thread() is _thread:
-        return fn(*args)
+        t0 = time.perf_counter()
+        return fn(*args), time.perf_counter() - t0
     if _thread is None:
         with _start_lock:
             if _thread is None:
                 _thread = threading.Thread(target=_loop, name="llama-compute", daemon=True)
                 _thread.start()
-    box: list[Any] = [None, None]
+    box: list[Any] = [None, None, 0.0]
     done = threading.Event()
     _jobs.put((fn, args, box, done))
     done.wait()
     if box[1] is not None:
         raise box[1]
-    return box[0]
+    return box[0], box[2]

@@ -32,6 +32,17 @@ class Worker(Generic[T]):
         self.errors = 0
         self.last_latency_s: float | None = None
         self.last_error = ""
+        # Batched decode steps (``BatchDecoder``): how many, the tokens they decoded,
+        # and the seconds of their own work (not the time queued behind a prefill).
+        self.steps = 0
+        self.step_tokens = 0
+        self.step_seconds = 0.0
+
+    def count_step(self, tokens: int, seconds: float) -> None:
+        with self._count_lock:
+            self.steps += 1
+            self.step_tokens += tokens
+            self.step_seconds += seconds
 
     @contextmanager
     def serve(self, count: bool = True) -> Iterator[tuple[T, float]]:
@@ -91,4 +102,14 @@ class Worker(Generic[T]):
             name=self.name, role=self.role, route=self.route, kind=self.kind, state=state,
             model=model, detail=detail, busy=self.busy, queue=self.waiting,
             last_latency_s=self.last_latency_s, requests=self.requests, errors=self.errors,
+            extra=self.step_figures(),
         )
+
+    def step_figures(self) -> dict[str, float]:
+        """The batched decode steps' counters (empty for a worker that ran none)."""
+        if not self.steps:
+            return {}
+        return {"decode_steps": self.steps, "decode_step_tokens": self.step_tokens,
+                "decode_step_seconds": round(self.step_seconds, 6),
+                "decode_step_tps": round(self.step_tokens / self.step_seconds, 2)
+                if self.step_seconds > 0 else 0.0}
