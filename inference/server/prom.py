@@ -10,11 +10,35 @@ import threading
 from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 
 from ..types import RequestMetrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class _DecodeSteps(Collector):
+    """The batched decoder's steps, read from its worker at scrape time: how many, the
+    tokens they decoded (tokens / steps = sequences decoded together on average) and
+    the seconds of their own work; and the sequences decoding now."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], tuple[int, int, float, int]] = lambda: (0, 0, 0.0, 0)
+
+    def collect(self):
+        steps, tokens, seconds, active = self.read()
+        for name, doc, value in (
+                ("grader_decode_steps", "Batched decode steps (one llama_decode each)", steps),
+                ("grader_decode_step_tokens", "Tokens decoded by batched steps", tokens),
+                ("grader_decode_step_seconds",
+                 "Seconds of the batched steps' own work (decode, sampling, text)", seconds)):
+            c = CounterMetricFamily(name, doc)
+            c.add_metric([], value)
+            yield c
+        yield GaugeMetricFamily("grader_decoding", "Sequences in the decode batch now",
+                                value=active)
 
 
 class ServerMetrics:
@@ -53,13 +77,19 @@ class ServerMetrics:
         self.kv_leases_expired = Counter("grader_kv_leases_expired",
                                          "KV handles freed because nobody pulled them",
                                          registry=r)
+        self._steps = _DecodeSteps()
+        r.register(self._steps)
         self._lock = threading.Lock()
         self._prefill = [0, 0.0]  # tokens, seconds
         self._decode = [0, 0.0]
 
     def bind(self, *, busy: Callable[[], float], waiting: Callable[[], float],
-             handles: Callable[[], float], store_bytes: Callable[[], float]) -> None:
-        """Gauges read live from the engine at scrape time."""
+             handles: Callable[[], float], store_bytes: Callable[[], float],
+             steps: Callable[[], tuple[int, int, float, int]] | None = None) -> None:
+        """Gauges read live from the engine at scrape time (``steps``: the batched
+        decoder's steps, tokens, seconds and active sequences)."""
+        if steps is not None:
+            self._steps.read = steps
         self.requests_processing.set_function(busy)
         self.requests_deferred.set_function(waiting)
         self.kv_handles.set_function(handles)
