@@ -33,6 +33,12 @@ def _compile(template: str) -> Any:
         raise ConfigError(f"chat template does not compile: {exc}") from exc
 
 
+def check_template(template: str) -> None:
+    """ConfigError unless ``template`` is ``"plain"`` or a Jinja template that compiles."""
+    if template != PLAIN_TEMPLATE:
+        _compile(template)
+
+
 def render_chat(messages: Sequence[ChatMessage], template: str | None,
                 bos_token: str = "", eos_token: str = "") -> str:
     """The prompt text for ``messages``, ending where the assistant's reply starts."""

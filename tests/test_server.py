@@ -204,6 +204,15 @@ def test_before_the_model_loads_every_request_is_503_loading() -> None:
             assert resp.json()["error"]["type"] == "wrong_role"
             resp = await client.get("/health", headers={"Authorization": "Bearer no"})
             assert resp.status_code == 401
+            # The scheme's name is case-insensitive (RFC 6750); the token is not.
+            for scheme in ("bearer", "BEARER", "beaRer"):
+                resp = await client.get("/health",
+                                        headers={"Authorization": f"{scheme} {TOKEN}"})
+                assert resp.status_code == 503, scheme  # past the guard: loading
+            for value in (f"Basic {TOKEN}", f"Bearer {TOKEN.upper()}x", "Bearer", TOKEN,
+                          f"Bearer{TOKEN}"):
+                resp = await client.get("/health", headers={"Authorization": value})
+                assert resp.status_code == 401, value
 
     try:
         asyncio.run(calls())

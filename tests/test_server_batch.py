@@ -127,3 +127,28 @@ def test_a_decode_server_killed_mid_batch_loses_no_request(tmp_path):
     assert len(moved) >= 1
     assert all(r.metrics.decode_worker == "b" for r in moved)
     assert states["d"] == "down"
+
+
+def test_a_gguf_without_a_chat_template_is_refused_unless_one_is_given():
+    from inference.errors import ConfigError
+    from inference.models import BUILTIN_MODELS
+    from inference.server.options import ServerOptions
+    from tests.server_procs import ServerStartError
+
+    gguf = str(BUILTIN_MODELS["gemma3-270m"].resolve_path())  # a file with no template
+    with pytest.raises(ServerStartError, match="no chat template"):
+        start_server(model=gguf, role="both", timeout=120)
+    srv = start_server(model=gguf, role="both", timeout=120,
+                       extra_args=("--chat-template", "plain"))
+    try:
+        resp = httpx.post(srv.url + "/v1/chat/completions", timeout=120, json={
+            "messages": [{"role": "user", "content": "A left join keeps"}],
+            "max_tokens": 4, "temperature": 0.0})
+    finally:
+        srv.stop()
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["usage"]["completion_tokens"] >= 1
+    with pytest.raises(ConfigError, match="not 'plain', a Jinja template, or a file"):
+        ServerOptions(model=gguf, chat_template="no-such-file.jinja").model_spec()
+    with pytest.raises(ConfigError, match="does not compile"):
+        ServerOptions(model=gguf, chat_template="{% for m in messages %}").model_spec()

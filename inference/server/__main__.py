@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-port", type=int, default=d.kv_port,
                    help="port of the KV data plane (prefill roles): 0 any free port, "
                         "-1 none (KV moves over HTTP only)")
+    p.add_argument("--chat-template", default=None,
+                   help="'plain', a Jinja chat template, or a file holding one: for a GGUF "
+                        "without a template (the server refuses to load one otherwise), "
+                        "or in place of the file's")
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
     return p
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             n_ctx=args.n_ctx, threads=args.threads, flash_attn=args.flash_attn == "on",
             lease_seconds=args.lease_seconds, kv_store_mb=args.kv_store_mb,
             max_kv_mb=args.max_kv_mb, prefix_cache_mb=args.prefix_cache_mb,
-            kv_host=args.host, kv_port=args.kv_port)
+            kv_host=args.host, kv_port=args.kv_port, chat_template=args.chat_template)
     except ConfigError as exc:
         parser.error(str(exc))
 

@@ -29,7 +29,7 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str | None, routes: list[Any],
                  count: Callable[[str, int], None]) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._expected = token.encode() if token else None
         self._routes = routes
         self._count = count
 
@@ -67,13 +67,18 @@ class Guard:
                      time.perf_counter() - t0)
 
     def _authorized(self, scope: Scope) -> bool:
+        """``Authorization: Bearer TOKEN``; the scheme's name in any case (RFC 6750 and
+        RFC 9110: schemes are case-insensitive), the token exactly."""
         assert self._expected is not None
         got = b""
         for name, value in scope["headers"]:
             if name == b"authorization":
                 got = value
                 break
-        return hmac.compare_digest(got, self._expected)
+        scheme, _, credentials = got.strip().partition(b" ")
+        if scheme.lower() != b"bearer":
+            credentials = b""
+        return hmac.compare_digest(credentials.strip(), self._expected)
 
 
 class Cancelled(Exception):

@@ -112,6 +112,12 @@ class ServerEngine:
 
             backends = [self._new_backend(i) for i in range(self.options.slots)]
             model = backends[0].model()
+            if (self.spec.chat_template or model.chat_template) is None:
+                raise ModelLoadError(
+                    f"{self.options.model}: the model file has no chat template "
+                    "(tokenizer.chat_template), so no chat request could be served; start "
+                    "the server with --chat-template plain, a Jinja template or a file "
+                    "holding one")
             self.identity = identity_of(model, self.options.flash_attn)
             for backend in backends:
                 backend.warm()

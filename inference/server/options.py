@@ -3,12 +3,13 @@ command line (docs/server-protocol.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..kvwire import DEFAULT_CHUNK_BYTES
 from ..models import BUILTIN_MODELS, DEFAULT_MODEL, ModelSpec
+from ..prompting import PLAIN_TEMPLATE, check_template
 
 SERVER_ROLES = ("prefill", "decode", "both")
 SERVER_VERSION = "1"
@@ -36,6 +37,9 @@ class ServerOptions:
     kv_port: int = 0  # the KV data port: 0 any free port, -1 none (KV over HTTP only)
     pull_connect_timeout: float = 5.0
     pull_read_timeout: float = 120.0
+    # the chat template, where the GGUF has none or the operator overrides it: "plain"
+    # (the messages' text, one after another), a Jinja template, or a file holding one
+    chat_template: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in SERVER_ROLES:
@@ -69,11 +73,31 @@ class ServerOptions:
         return self.max_kv_mb * MiB
 
     def model_spec(self) -> ModelSpec:
-        """The built-in model of that name, or a spec for a GGUF path."""
+        """The built-in model of that name, or a spec for a GGUF path; with the chat
+        template given (``--chat-template``) in place of the file's."""
         if self.model in BUILTIN_MODELS:
-            return BUILTIN_MODELS[self.model]
-        path = Path(self.model).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"--model {self.model!r} is neither a built-in model "
-                              f"({', '.join(sorted(BUILTIN_MODELS))}) nor a file")
-        return ModelSpec(name=path.stem, path=str(path))
+            spec = BUILTIN_MODELS[self.model]
+        else:
+            path = Path(self.model).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"--model {self.model!r} is neither a built-in model "
+                                  f"({', '.join(sorted(BUILTIN_MODELS))}) nor a file")
+            spec = ModelSpec(name=path.stem, path=str(path))
+        template = self._chat_template()
+        return spec if template is None else replace(spec, chat_template=template)
+
+    def _chat_template(self) -> str | None:
+        given = self.chat_template
+        if given is None or not given.strip():
+            return None
+        if "{" not in given and given != PLAIN_TEMPLATE:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"--chat-template {given!r} is not 'plain', a Jinja "
+                                  "template, or a file")
+            try:
+                given = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"--chat-template {path}: cannot read it: {exc}") from exc
+        check_template(given)  # a template that does not compile is refused here
+        return given
