@@ -10,29 +10,9 @@ the same prompt and generation lengths. For each size N, ours and llama.cpp's ar
 measured back to back, alternating which goes first (ABBA), for a few rounds;
 medians are compared, because this machine's speed drifts.
 
-- llama.cpp: ``llama-batched-bench -npl N`` with N distinct prompts (``-pps`` off)
-  in one unified KV buffer (``-kvu``, as our contexts are), random tokens, no
-  sampling; its ``S_TG`` = N x TG / the time of the TG decode steps, after all the
-  prompts were prefilled together.
-- ours: one embedded route, N threads each calling ``client.generate`` at the same
-  moment (a barrier) with its own prompt of ~P tokens, greedy, ``max_tokens=G``,
-  no stop strings, prefix reuse off. There is no way to force G tokens (no
-  ignore-eos), so the prompts ask for a long list and the real tokens are counted.
-  ``ours_decode_tps_N`` = the tokens the decode worker's batched steps decoded /
-  the seconds of those steps' own work (each step's ``llama_decode`` as it ran in
-  the compute thread, its sampling and the replies' text; the worker's
-  ``decode_step_*`` counters, read before and after): what ``S_TG`` measures.
-  The prompts are not all prefilled first here: a request joins the batch when its
-  own prefill is done, the others decoding meanwhile, and a step that waits for a
-  prefill chunk of another context does not count that wait.
-- end to end, prefill included: ``ours_e2e_tps_N`` = the tokens after the first of
-  all N requests / first start -> last return, against llama.cpp's N x G / (its
-  prefill time + its TG time) (``llama_e2e_tps_N``): the wall time a class waits.
-  Also reported: ``ours_span_tps_N``, the same tokens over the wall time during
-  which at least one request was decoding (from its first streamed token to its
-  return: the union of the spans, prefills of later requests included), and the
-  sum of each request's own decode tok/s from its metrics (``ours_sum_tps_N``: it
-  overstates whenever the requests' decode spans do not all overlap).
+How each side is measured, and what ``ours_decode_tps_N`` (the batched steps' own
+time, as ``S_TG``), ``ours_e2e_tps_N`` and ``ours_span_tps_N`` count: bench/README.md
+("Batched decoding").
 
 The last line of stdout is one JSON object: ``batch_ratio_min`` (the smallest, over
 the sizes, of ours / llama.cpp), the figures per size, ``batch_speedup_4`` (ours at

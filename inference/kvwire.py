@@ -17,6 +17,7 @@ over the limit) and raises ``KVFormatError`` / ``KVIncompatibleError``.
 from __future__ import annotations
 
 import json
+import mmap
 import socket
 import struct
 import zlib
@@ -85,7 +86,7 @@ class ReceivedKV:
 
     tokens: tuple[int, ...]
     first_token: int
-    state: bytes | bytearray
+    state: bytes | bytearray | memoryview
     nbytes: int
     identity: ModelIdentity
     wire_bytes: int  # everything read, framing included
@@ -178,8 +179,9 @@ def read_frames(chunks: Iterable[bytes] | socket.socket, expected: ModelIdentity
                                   f"handshake announced {announced}")
     tokens, first = _header_tokens(header, identity)
 
-    state = bytearray(nbytes)
-    view = memoryview(state)
+    # Anonymous pages, committed as the bytes arrive: a source that announces 500 MB
+    # and then stalls makes this process hold what it sent, not what it announced.
+    view = memoryview(mmap.mmap(-1, nbytes) if nbytes else bytearray())
     got, n_chunks, total_crc = 0, 0, 0
     # Chunks are checked on a second thread while the next one arrives (zlib releases
     # the GIL): the checksums cost no time on the wire's critical path.
@@ -215,7 +217,7 @@ def read_frames(chunks: Iterable[bytes] | socket.socket, expected: ModelIdentity
                             "does not match")
     if not r.at_end():
         raise KVFormatError("kv_corrupt", "bytes after the KV trailer")
-    return ReceivedKV(tokens=tokens, first_token=first, state=state, nbytes=nbytes,
+    return ReceivedKV(tokens=tokens, first_token=first, state=view, nbytes=nbytes,
                       identity=identity, wire_bytes=r.consumed, chunks=n_chunks)
 
 

@@ -345,7 +345,7 @@ class Context:
 def set_seq_state(ctx_ptr, state: bytes | memoryview, seq: int) -> bool:
     """Load a sequence state (``llama_state_seq_get_data`` of any context with the same
     fingerprint) into sequence ``seq`` of a context; False when llama.cpp refuses it."""
-    data = bytes(state) if isinstance(state, memoryview) else state
+    data = state.cast("B") if isinstance(state, memoryview) else state
     buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
     return C.llama_state_seq_set_data(ctx_ptr, buf, len(data), seq) != 0
 

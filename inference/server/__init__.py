@@ -3,8 +3,8 @@
 ``ServerEngine`` runs the embedded llama.cpp engine behind N slots and keeps prefilled
 KV for decode servers to pull; ``create_app`` puts the protocol's HTTP routes over it.
 
-May import: errors, types, config, models, threads, grammar, prefix_cache, kvwire,
-kvidentity and backends (the embedded engine it serves). Never the client, the grader
+May import: errors, types, config, models, threads, grammar, prompting, prefix_cache,
+kvwire, kvidentity and backends (the embedded engine it serves). Never the client, the grader
 or streamlit.
 """
 

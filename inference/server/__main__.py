@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lease-seconds", type=float, default=d.lease_seconds)
     p.add_argument("--kv-store-mb", type=int, default=d.kv_store_mb)
     p.add_argument("--max-kv-mb", type=int, default=d.max_kv_mb)
+    p.add_argument("--kv-memory-mb", type=int, default=d.kv_memory_mb,
+                   help="KV that decode requests may pull and hold at once; beyond it a "
+                        "decode gets 503 (default %(default)s, at least --max-kv-mb)")
     p.add_argument("--prefix-cache-mb", type=int, default=d.prefix_cache_mb)
     p.add_argument("--kv-port", type=int, default=d.kv_port,
                    help="port of the KV data plane (prefill roles): 0 any free port, "
@@ -110,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             decode_batch=args.decode_batch,
             n_ctx=args.n_ctx, threads=args.threads, flash_attn=args.flash_attn == "on",
             lease_seconds=args.lease_seconds, kv_store_mb=args.kv_store_mb,
-            max_kv_mb=args.max_kv_mb, prefix_cache_mb=args.prefix_cache_mb,
+            max_kv_mb=args.max_kv_mb, kv_memory_mb=args.kv_memory_mb,
+            prefix_cache_mb=args.prefix_cache_mb,
             kv_host=args.host, kv_port=args.kv_port, chat_template=args.chat_template)
     except ConfigError as exc:
         parser.error(str(exc))

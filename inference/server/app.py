@@ -38,6 +38,11 @@ def _sse(obj: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
+# A request nests a few levels; a JSON schema in response_format a dozen or so. Deeper
+# bodies are refused with 400 before anything walks them recursively.
+MAX_JSON_DEPTH = 64
+
+
 async def _json_body(request: Request) -> Any:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -46,9 +51,28 @@ async def _json_body(request: Request) -> Any:
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidRequestError(f"request body over {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequestError(f"the body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidRequestError(f"the body nests deeper than {MAX_JSON_DEPTH} levels") \
+            from exc
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise InvalidRequestError(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_JSON_DEPTH:
+                stack.extend((v, level + 1) for v in
+                             (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def create_app(engine: ServerEngine, token: str | None) -> FastAPI:

@@ -26,6 +26,8 @@ TICKET_MAGIC = b"GKVT"
 TICKET_HEX = 64  # 32 random bytes, hex
 _HELLO = len(TICKET_MAGIC) + TICKET_HEX
 _SEND_TIMEOUT_S = 120.0
+_HELLO_TIMEOUT_S = 5.0  # the ticket comes at once, or the connection is closed
+MAX_CONNECTIONS = 64  # beyond it a new connection is closed at once, nothing read
 SOCKET_BUFFER = 4 << 20  # bytes in flight per direction: fewer wake-ups per MB
 
 
@@ -41,6 +43,7 @@ class KVDataServer:
         self._listener = socket.create_server((host, port), backlog=32)
         self.port = int(self._listener.getsockname()[1])
         self._closed = False
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._thread = threading.Thread(target=self._accept, name="kv-data", daemon=True)
         self._thread.start()
 
@@ -67,12 +70,23 @@ class KVDataServer:
                 conn, peer = self._listener.accept()
             except OSError:
                 return  # closed
+            if not self._slots.acquire(blocking=False):
+                log.warning("KV data connection from %s refused: %d connections open", peer,
+                            MAX_CONNECTIONS)
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn, peer), name="kv-send",
                              daemon=True).start()
 
     def _serve(self, conn: socket.socket, peer: object) -> None:
+        try:
+            self._serve_one(conn, peer)
+        finally:
+            self._slots.release()
+
+    def _serve_one(self, conn: socket.socket, peer: object) -> None:
         with conn:
-            conn.settimeout(_SEND_TIMEOUT_S)
+            conn.settimeout(_HELLO_TIMEOUT_S)
             with contextlib.suppress(OSError):
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
             try:
@@ -80,6 +94,7 @@ class KVDataServer:
             except OSError as exc:
                 log.info("KV data connection from %s: no ticket (%s)", peer, exc)
                 return
+            conn.settimeout(_SEND_TIMEOUT_S)
             handle = None
             if hello is not None and hello.startswith(TICKET_MAGIC):
                 handle = self._redeem(hello[len(TICKET_MAGIC):].decode("ascii", "replace"))

@@ -35,6 +35,7 @@ from ..threads import ThreadBudget
 from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics
 from .dataplane import KVDataServer
 from .errors import LoadingError, OverloadedError, WrongRoleError
+from .kvbudget import KVBudget
 from .kvstore import KVStore
 from .options import SERVER_VERSION, ServerOptions
 from .prom import ServerMetrics
@@ -63,6 +64,7 @@ class ServerEngine:
                              on_expired=self.metrics.kv_leases_expired.inc)
         self.puller = KVPuller(options.max_kv_bytes, options.pull_connect_timeout,
                                options.pull_read_timeout)
+        self.kv_budget = KVBudget(options.kv_memory_bytes)
         self.prefix_cache = (PrefixCache(options.prefix_cache_mb * 1024 * 1024,
                                          min_tokens=options.n_batch)
                              if options.prefix_cache_mb > 0 else None)
@@ -217,6 +219,8 @@ class ServerEngine:
             "queue_depth": pool.waiting if pool else 0, "queue_max": self.options.queue,
             "kv_handles": len(self.store), "kv_store_bytes": self.store.nbytes,
             "kv_store_max_bytes": self.store.max_bytes,
+            "kv_pulled_bytes": self.kv_budget.held,
+            "kv_memory_max_bytes": self.kv_budget.limit,
             "prefill_tps": round(self.metrics.prefill_tps, 2),
             "decode_tps": round(self.metrics.decode_tps, 2),
         }
@@ -274,21 +278,25 @@ class ServerEngine:
                 raise ContextOverflowError(hs.n_tokens, max_tokens, self.n_ctx)
             if hs.n_tokens != len(prompt):
                 raise InvalidRequestError(_OTHER_PROMPT.format(hs.n_tokens, len(prompt)))
-            pulled = self.puller.pull(body.source, body.handle, token, ident, hs)
-            kv = pulled.kv
-            if list(kv.tokens) != prompt:
-                raise InvalidRequestError(_OTHER_PROMPT.format(len(kv.tokens), len(prompt)))
-            self.metrics.kv_bytes_received.inc(kv.wire_bytes)
-            self.metrics.kv_transfer_seconds.inc(hs.seconds + pulled.seconds)
-            m.kv_bytes = kv.nbytes
-            m.kv_transfer_seconds = m.handoff_seconds = hs.seconds + pulled.seconds
-            handle = KVHandle(request, kv.tokens, kv.first_token, kv.state, self._fingerprint,
-                              m, t_start)
-            if self._batch is not None:
-                waited, outcome = 0.0, _outcome(lambda: self._batch.decode(handle, on_token))
-            else:
-                with ticket.slot() as (backend, waited):
-                    outcome = _outcome(lambda: backend.decode(handle, on_token))
+            # The announced bytes are reserved before any is pulled, until the reply ends.
+            with self.kv_budget.hold(hs.nbytes):
+                pulled = self.puller.pull(body.source, body.handle, token, ident, hs)
+                kv = pulled.kv
+                if list(kv.tokens) != prompt:
+                    raise InvalidRequestError(_OTHER_PROMPT.format(len(kv.tokens),
+                                                                   len(prompt)))
+                self.metrics.kv_bytes_received.inc(kv.wire_bytes)
+                self.metrics.kv_transfer_seconds.inc(hs.seconds + pulled.seconds)
+                m.kv_bytes = kv.nbytes
+                m.kv_transfer_seconds = m.handoff_seconds = hs.seconds + pulled.seconds
+                handle = KVHandle(request, kv.tokens, kv.first_token, kv.state,
+                                  self._fingerprint, m, t_start)
+                if self._batch is not None:
+                    waited = 0.0
+                    outcome = _outcome(lambda: self._batch.decode(handle, on_token))
+                else:
+                    with ticket.slot() as (backend, waited):
+                        outcome = _outcome(lambda: backend.decode(handle, on_token))
         m.queue_seconds += waited
         load_seconds = m.handoff_seconds - m.kv_transfer_seconds
         self.metrics.record(m)

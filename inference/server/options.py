@@ -28,6 +28,8 @@ class ServerOptions:
     lease_seconds: float = 30.0
     kv_store_mb: int = 1024
     max_kv_mb: int = 512
+    # KV pulled and held by decode requests at once (each reserves its announced size)
+    kv_memory_mb: int = 1024
     prefix_cache_mb: int = 256
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     n_batch: int = 256
@@ -36,7 +38,7 @@ class ServerOptions:
     kv_host: str = "127.0.0.1"  # where the KV data port listens (the HTTP host)
     kv_port: int = 0  # the KV data port: 0 any free port, -1 none (KV over HTTP only)
     pull_connect_timeout: float = 5.0
-    pull_read_timeout: float = 120.0
+    pull_read_timeout: float = 15.0  # a source silent this long mid-stream has stalled
     # the chat template, where the GGUF has none or the operator overrides it: "plain"
     # (the messages' text, one after another), a Jinja template, or a file holding one
     chat_template: str | None = None
@@ -53,6 +55,9 @@ class ServerOptions:
             raise ConfigError(f"n_ctx must be >= 16, got {self.n_ctx}")
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"threads must be >= 1, got {self.threads}")
+        if self.kv_memory_mb < self.max_kv_mb:
+            raise ConfigError(f"kv_memory_mb ({self.kv_memory_mb}) must be >= max_kv_mb "
+                              f"({self.max_kv_mb}): a transfer of the largest size must fit")
         if not self.lease_seconds > 0:
             raise ConfigError("lease_seconds must be > 0")
 
@@ -71,6 +76,10 @@ class ServerOptions:
     @property
     def max_kv_bytes(self) -> int:
         return self.max_kv_mb * MiB
+
+    @property
+    def kv_memory_bytes(self) -> int:
+        return self.kv_memory_mb * MiB
 
     def model_spec(self) -> ModelSpec:
         """The built-in model of that name, or a spec for a GGUF path; with the chat

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 _HANDLE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _ERROR_BODY_LIMIT = 64 * 1024
+_HANDSHAKE_LIMIT = 64 * 1024  # a handshake reply is ~300 bytes of JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,18 +70,22 @@ class KVPuller:
         url = f"{check_source(source, handle)}/v1/kv/{handle}/handshake"
         t0 = time.perf_counter()
         try:
-            resp = self._client.post(url, json={"identity": identity.to_dict()},
-                                     headers=_auth(token))
+            with self._client.stream("POST", url, json={"identity": identity.to_dict()},
+                                     headers=_auth(token)) as resp:
+                raw = _read_at_most(resp, _HANDSHAKE_LIMIT)
         except httpx.HTTPError as exc:
             raise KVSourceUnreachable(f"KV source {source} unreachable: "
                                       f"{type(exc).__name__}: {exc}") from exc
         if resp.status_code != 200:
-            _raise_for(resp.status_code, resp.content[:_ERROR_BODY_LIMIT], source, handle)
+            _raise_for(resp.status_code, raw[:_ERROR_BODY_LIMIT], source, handle)
+        if len(raw) > _HANDSHAKE_LIMIT:
+            raise KVSourceUnreachable(f"KV source {source} answered the handshake with more "
+                                      f"than {_HANDSHAKE_LIMIT} bytes; not read further")
         try:
-            body = resp.json()
+            body = json.loads(raw)
             version = body.get("format_version")
             nbytes, n_tokens, chunk = body["nbytes"], body["n_tokens"], body["chunk_bytes"]
-        except (ValueError, AttributeError, KeyError) as exc:
+        except (ValueError, AttributeError, KeyError, TypeError, RecursionError) as exc:
             raise KVSourceUnreachable(f"KV source {source} answered the handshake with "
                                       f"something else than the protocol's JSON") from exc
         if version != FORMAT_VERSION:
@@ -131,18 +136,24 @@ class KVPuller:
         try:
             with self._client.stream("GET", url, headers=_auth(token)) as resp:
                 if resp.status_code != 200:
-                    body = b""
-                    for part in resp.iter_bytes():
-                        body += part
-                        if len(body) >= _ERROR_BODY_LIMIT:
-                            break
-                    _raise_for(resp.status_code, body, source, handle)
+                    _raise_for(resp.status_code, _read_at_most(resp, _ERROR_BODY_LIMIT),
+                               source, handle)
                 kv = read_frames(_cut_is_truncation(resp.iter_bytes(), source), identity,
                                  self.max_bytes, announced=announced)
         except httpx.HTTPError as exc:  # opening the stream failed
             raise KVSourceUnreachable(f"KV source {source} unreachable: "
                                       f"{type(exc).__name__}: {exc}") from exc
         return Pulled(kv, time.perf_counter() - t0)
+
+
+def _read_at_most(resp: httpx.Response, limit: int) -> bytes:
+    """The body, or its first ``limit`` + 1 bytes where it is longer (the rest unread)."""
+    body = bytearray()
+    for part in resp.iter_bytes():
+        body += part
+        if len(body) > limit:
+            return bytes(body[:limit + 1])
+    return bytes(body)
 
 
 def _cut_is_truncation(chunks: Iterator[bytes], source: str) -> Iterator[bytes]:
