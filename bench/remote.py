@@ -14,11 +14,12 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
   (target >= 0.5). ``kv_link_busy_ratio``: both again while a process of this
   benchmark spins on one core (``--busy-core``, on by default).
 - ``failover_seconds`` (= ``failover_s``): from kill -9 of the decode server the router
-  ranks first to the next successful request, with the client's prober at
-  ``probe_interval_s``; ``failover_request_s``: the same request before the kill;
-  ``failover_probe_intervals``: what the failover added to the request (the difference)
-  in probe intervals (target <= 2); ``failover_detect_s``: kill -> the client has the
-  server down, and ``failover_down_by`` why. ``failover_busy_*``: the same again, with
+  ranks first to the first token of the next request, served by another server, with
+  the client's prober at ``probe_interval_s``; ``failover_ttft_before_s``: the same
+  request's time to first token before the kill; ``failover_request_s``: kill -> that
+  request's whole reply; ``failover_probe_intervals``: what the failover added to the
+  time to first token, in probe intervals (target <= 2); ``failover_detect_s``, apart:
+  kill -> the client has the server down, and ``failover_down_by`` why. ``failover_busy_*``: the same again, with
   one more decode server, while a process of ours spins on one core.
 - ``route_regret``: total time of the routes the router chose / total time of the best
   route in hindsight, over prompt lengths x link speeds (a throttling proxy between the
@@ -192,34 +193,41 @@ def bench_failover(tmp: Path, busy: bool) -> dict[str, Any]:
 
 
 def failover_once(c: DisaggregatedClient, procs: dict[str, ServerProcess]) -> dict[str, Any]:
-    """Seconds from kill -9 of the decode server the router ranks first to the next
-    successful request; the same request's time before the kill; when and why the
-    client knew the server was down."""
+    """Kill -9 of the decode server the router ranks first, then the next request:
+    seconds from the kill to its first token, served by another server (``s``), beside
+    the same request's time to first token before the kill (``ttft_before_s``); the
+    whole reply (``request_s``); and, apart, when and why the client knew the server
+    was down (``detect_s``, ``down_by``)."""
     backend = c.backend("code")
     monitor = backend.cluster.monitor
     req = prompt(100, 8)
     for opt in backend.options(req):  # every live link measured: no request explores
         if opt.choice == "ship":
             backend.run_option(opt, req)
-    before = []
+    ttft_before = []
     for _ in range(2):
+        first: list[float] = []
         t0 = time.perf_counter()
-        c.generate(req)
-        before.append(time.perf_counter() - t0)
-    first = backend.options(req)[0]
-    victim = first.pair[1] if first.pair else first.servers[-1]
+        c.generate(req, lambda _p, first=first: first or first.append(time.perf_counter()))
+        ttft_before.append((first[0] if first else time.perf_counter()) - t0)
+    ranked = backend.options(req)[0]
+    victim = ranked.pair[1] if ranked.pair else ranked.servers[-1]
     killed_at, t_kill = time.time(), time.perf_counter()
     procs[victim].kill()
+    first_token: list[float] = []
     while True:
         try:
-            result = c.generate(req)
+            result = c.generate(req, lambda _p: first_token or first_token.append(
+                time.perf_counter()))
             break
         except InferenceError as exc:  # counted in the time, then tried again
             log.info("  request failed after the kill: %s", exc)
+            first_token.clear()
             if time.perf_counter() > t_kill + 120.0:
                 raise
             time.sleep(0.05)
-    seconds = time.perf_counter() - t_kill
+    request_s = time.perf_counter() - t_kill
+    to_first = (first_token[0] if first_token else time.perf_counter()) - t_kill
     down = None
     for _ in range(200):  # the prober has 2 intervals, at most; 10 s here
         down = next((e for e in monitor.events(1000) if e.server == victim
@@ -228,9 +236,9 @@ def failover_once(c: DisaggregatedClient, procs: dict[str, ServerProcess]) -> di
             break
         time.sleep(0.05)
     m = result.metrics
-    request_s = statistics.median(before)
-    return {"s": seconds, "request_s": request_s,
-            "probe_intervals": max(0.0, seconds - request_s) / PROBE_INTERVAL,
+    before = statistics.median(ttft_before)
+    return {"s": to_first, "ttft_before_s": before, "request_s": request_s,
+            "probe_intervals": max(0.0, to_first - before) / PROBE_INTERVAL,
             "detect_s": down.at - killed_at if down else None,
             "down_by": down.detail[:120] if down else "never marked down",
             "served_by": f"{m.prefill_worker}->{m.decode_worker} ({m.method})"}
