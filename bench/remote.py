@@ -19,8 +19,9 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
   request's time to first token before the kill; ``failover_request_s``: kill -> that
   request's whole reply; ``failover_probe_intervals``: what the failover added to the
   time to first token, in probe intervals (target <= 2); ``failover_detect_s``, apart:
-  kill -> the client has the server down, and ``failover_down_by`` why. ``failover_busy_*``: the same again, with
-  one more decode server, while a process of ours spins on one core.
+  kill -> the client has the server down, and ``failover_down_by`` why.
+  ``failover_busy_*``: the same again, with one more decode server, while a process of
+  ours spins on one core.
 - ``route_regret``: total time of the routes the router chose / total time of the best
   route in hindsight, over prompt lengths x link speeds (a throttling proxy between the
   prefill and the decode server; the decode server prefills at half speed, as a laptop

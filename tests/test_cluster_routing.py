@@ -142,13 +142,25 @@ def test_prefill_speed_is_kept_per_prompt_length_bucket() -> None:
 
 
 def test_speeds_are_seeded_by_the_server_and_measured_ones_win() -> None:
-    speeds = SpeedTable()
+    now = [1000.0]
+    speeds = SpeedTable(half_life_s=60.0, clock=lambda: now[0])
     assert speeds.decode_tps("s") is None
     assert speeds.prefill_tps("s", 100, default=7.0) == 7.0
     speeds.seed("s", ServerStatus(prefill_tps=900.0, decode_tps=60.0))
     assert (speeds.prefill_tps("s", 100), speeds.decode_tps("s")) == (900.0, 60.0)
     speeds.record_decode("s", 100, 2.0)
     assert speeds.decode_tps("s") == 50.0
+    # A slow measurement (the server was busy) fades back to what the server itself
+    # says it does now, half way per half-life: it is not judged by it forever.
+    speeds.record_prefill("s", 100, 1.0)
+    assert speeds.prefill_tps("s", 100) == 100.0
+    now[0] += 60.0
+    assert speeds.prefill_tps("s", 100) == 500.0
+    assert speeds.decode_tps("s") == 55.0
+    now[0] += 600.0
+    assert speeds.prefill_tps("s", 100) == pytest.approx(900.0, rel=0.01)
+    speeds.seed("s", ServerStatus(prefill_tps=0.0, decode_tps=0.0))  # nothing new: kept
+    assert speeds.decode_tps("s") == pytest.approx(60.0, rel=0.01)
     speeds.record_load("s", 2e9, 1.0)
     assert speeds.load_bps("s") == 2e9
     assert speeds.load_bps("t", default=1e9) == 1e9

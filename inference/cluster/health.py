@@ -65,6 +65,7 @@ class ServerState:
     status: ServerStatus | None
     degraded_reason: str
     request_latency_s: float | None = None  # EWMA of successful real requests
+    pending_s: float = 0.0  # predicted seconds of this client's work in flight there
 
     @property
     def name(self) -> str:
@@ -100,6 +101,7 @@ class _Entry:
     last_error: str = "not probed yet"
     last_error_at: float | None = None
     outstanding: int = 0
+    pending_s: float = 0.0
     requests: int = 0
     errors: int = 0
     degraded_reason: str = ""
@@ -280,15 +282,20 @@ class HealthMonitor:
         self._emit(events)
 
     @contextmanager
-    def track(self, name: str) -> Iterator[None]:
-        """Count one outstanding request on ``name`` for the duration of the block."""
+    def track(self, name: str, work_s: float = 0.0) -> Iterator[None]:
+        """Count one outstanding request on ``name`` for the duration of the block, and
+        ``work_s``: the seconds of work the router predicted it gives ``name``."""
         with self._lock:
-            self._entry(name).outstanding += 1
+            entry = self._entry(name)
+            entry.outstanding += 1
+            entry.pending_s += work_s
         try:
             yield
         finally:
             with self._lock:
-                self._entries[name].outstanding -= 1
+                entry = self._entries[name]
+                entry.outstanding -= 1
+                entry.pending_s = max(0.0, entry.pending_s - work_s)
 
     def mark_degraded(self, name: str, reason: str) -> None:
         self._set_degraded(name, reason or "marked degraded")
@@ -368,5 +375,5 @@ class HealthMonitor:
             last_error=entry.last_error, last_error_at=entry.last_error_at, since=entry.since,
             outstanding=entry.outstanding, requests=entry.requests, errors=entry.errors,
             status=entry.status, degraded_reason=entry.degraded_reason,
-            request_latency_s=entry.latency_s)
+            request_latency_s=entry.latency_s, pending_s=entry.pending_s)
 

@@ -90,14 +90,21 @@ def _fit_link(samples: Sequence[tuple[float, float, float]], decay: float,
 class SpeedTable:
     """Measured engine speeds per server: prefill tok/s per prompt-length bucket
     (prefill slows with length), decode tok/s, and KV load bytes/s; EWMAs. A server's
-    own ``ServerStatus`` speeds seed it until something is measured. Thread-safe."""
+    own ``ServerStatus`` speeds (its recent ones, re-read at every probe) seed it until
+    something is measured, and a measurement fades back towards them with age
+    (``half_life_s``): a server measured slow once, while it was busy, is not judged
+    by that forever, and is tried again once its own figures say it is fast.
+    Thread-safe."""
 
-    def __init__(self, alpha: float = 0.3) -> None:
+    def __init__(self, alpha: float = 0.3, half_life_s: float = 120.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not 0 < alpha <= 1:
             raise ConfigError(f"speed table alpha must be in (0, 1], not {alpha!r}")
-        self._alpha = alpha
-        self._prefill: dict[str, dict[int, float]] = {}
-        self._decode: dict[str, float] = {}
+        if not half_life_s > 0:
+            raise ConfigError(f"speed table half_life_s must be > 0, not {half_life_s!r}")
+        self._alpha, self._half_life, self._clock = alpha, half_life_s, clock
+        self._prefill: dict[str, dict[int, tuple[float, float]]] = {}
+        self._decode: dict[str, tuple[float, float]] = {}
         self._load: dict[str, float] = {}
         self._seeds: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
@@ -107,8 +114,11 @@ class SpeedTable:
         return bisect.bisect_right(PREFILL_BUCKETS, n_tokens)
 
     def seed(self, server: str, status: ServerStatus) -> None:
+        """The server's own recent speeds (``/status``); zeros (nothing served yet)
+        keep the seed it had."""
         with self._lock:
-            self._seeds[server] = (status.prefill_tps, status.decode_tps)
+            old = self._seeds.get(server, (0.0, 0.0))
+            self._seeds[server] = (status.prefill_tps or old[0], status.decode_tps or old[1])
 
     def record_prefill(self, server: str, tokens: int, seconds: float) -> None:
         rate = _rate(tokens, seconds)
@@ -125,7 +135,7 @@ class SpeedTable:
     def record_load(self, server: str, nbytes: float, seconds: float) -> None:
         rate = _rate(nbytes, seconds)
         with self._lock:
-            self._load[server] = self._ewma(self._load.get(server), rate)
+            self._load[server] = self._ewma(self._load.get(server), rate)[0]
 
     def prefill_tps(self, server: str, n_tokens: int, default: float | None = None
                     ) -> float | None:
@@ -134,9 +144,10 @@ class SpeedTable:
         want = self.bucket(n_tokens)
         with self._lock:
             buckets = self._prefill.get(server)
-            if buckets:
-                return buckets[min(buckets, key=lambda b: (abs(b - want), -b))]
             seeded = self._seeds.get(server, (0.0, 0.0))[0]
+            if buckets:
+                return self._aged(buckets[min(buckets, key=lambda b: (abs(b - want), -b))],
+                                  seeded)
         return seeded if seeded > 0 else default
 
     def decode_tps(self, server: str, default: float | None = None) -> float | None:
@@ -144,15 +155,28 @@ class SpeedTable:
             measured = self._decode.get(server)
             seeded = self._seeds.get(server, (0.0, 0.0))[1]
         if measured is not None:
-            return measured
+            return self._aged(measured, seeded)
         return seeded if seeded > 0 else default
 
     def load_bps(self, server: str, default: float | None = None) -> float | None:
         with self._lock:
             return self._load.get(server, default)
 
-    def _ewma(self, old: float | None, new: float) -> float:
-        return new if old is None else (1 - self._alpha) * old + self._alpha * new
+    def _ewma(self, old: tuple[float, float] | float | None, new: float
+              ) -> tuple[float, float]:
+        """The new (value, when) of an estimate (prefill and decode keep their time)."""
+        if isinstance(old, tuple):
+            old = old[0]
+        value = new if old is None else (1 - self._alpha) * old + self._alpha * new
+        return value, self._clock()
+
+    def _aged(self, measured: tuple[float, float], seeded: float) -> float:
+        """A measurement, faded towards the server's own figure by its age."""
+        value, at = measured
+        if seeded <= 0:
+            return value
+        keep = 0.5 ** (max(0.0, self._clock() - at) / self._half_life)
+        return keep * value + (1 - keep) * seeded
 
 
 def _rate(amount: float, seconds: float) -> float:

@@ -25,6 +25,7 @@ from ..errors import BackendError, BackendUnavailable, KVIncompatibleError, KVTr
 from ..types import GenerationRequest, GenerationResult
 from .kvclient import KVServerTransport
 from .pooled import EmitGuard, Option, PooledBackend, ServerFailure, affinity_key
+from .routing import spread
 
 
 def _by_load(backend: PooledBackend, names: Sequence[str], key: str) -> list[str]:
@@ -42,11 +43,11 @@ def _by_load(backend: PooledBackend, names: Sequence[str], key: str) -> list[str
 class _SinglePool(PooledBackend):
     """One server per request, least outstanding first, with prefix affinity."""
 
-    def _single(self, name: str, method: str = "single") -> Option:
+    def _single(self, name: str, method: str = "single", work_s: float = 0.0) -> Option:
         transport = self.cluster.transports[name]
 
         def run(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
-            with self.cluster.monitor.track(name):
+            with self.cluster.monitor.track(name, work_s):
                 result = transport.generate(req, guard)
             m = result.metrics
             m.prefill_worker = m.decode_worker = name  # the server, not its slot
@@ -99,6 +100,17 @@ class KVServerBackend(_SinglePool):
         super().__init__(*args)
         self._cached: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
+        self._serving = 0  # requests of this route being planned or served now
+
+    def serve(self, request: GenerationRequest,
+              on_token: Any = None) -> GenerationResult:
+        with self._lock:
+            self._serving += 1
+        try:
+            return super().serve(request, on_token)
+        finally:
+            with self._lock:
+                self._serving -= 1
 
     def options(self, request: GenerationRequest) -> list[Option]:
         if self.route.mode == "single":
@@ -123,17 +135,21 @@ class KVServerBackend(_SinglePool):
         policy = self.route.options.get("handoff", "auto")
         n_tokens = self.estimate_tokens(request)
         max_tokens = request.max_tokens or self.route.max_tokens or 256
-        queue = {s.endpoint.name: float(s.outstanding + (s.status.queue_depth if s.status
-                                                         else 0)) for s in usable}
+        queue = {s.endpoint.name: _wait_s(s) for s in usable}
+        for s in usable:  # the servers' own recent speeds, re-read at every probe
+            if s.status is not None:
+                cl.speeds.seed(s.endpoint.name, s.status)
         cached = {n: self._cached_estimate(n, key, n_tokens) for n in set(prefillers + decoders)}
         args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders, cached, queue)
         ranked = cl.cost.options(*args)
+        turn = max(0, self._serving - 1)  # the others planned or served beside this one
         if policy == "always":  # the instructor's topology first, the router's order within
             ranked.sort(key=lambda o: o.method != "ship")
+            ranked = spread(ranked, turn)
             first = ranked[0]
             cl.cost.record_decision(first, tuple(o for o in ranked if o is not first))
         else:
-            first = cl.cost.choose(*args)
+            first = cl.cost.choose(*args, turn=turn)
         out: list[Option] = []
         for ro in [first, *ranked]:
             opt = self._from_route_option(ro, key)
@@ -169,10 +185,14 @@ class KVServerBackend(_SinglePool):
             self._cached[(server, key)] = (prompt, cached)
 
     def _from_route_option(self, ro: Any, key: str) -> Option:
+        parts = ro.parts
         if ro.method == "ship":
-            opt = self._ship(ro.prefill, ro.decode, key)
+            opt = self._ship(ro.prefill, ro.decode, key, (
+                parts.get("prefill", 0.0),
+                parts.get("load", 0.0) + parts.get("decode", 0.0)))
         else:
-            opt = self._single(ro.decode, "single")
+            opt = self._single(ro.decode, "single",
+                               parts.get("prefill", 0.0) + parts.get("decode", 0.0))
             inner = opt.run
 
             def run(req: GenerationRequest, guard: EmitGuard, server: str = ro.decode
@@ -188,15 +208,24 @@ class KVServerBackend(_SinglePool):
         opt.route_option = ro
         return opt
 
-    def _ship(self, p: str, d: str, key: str) -> Option:
+    def _ship(self, p: str, d: str, key: str, work: tuple[float, float] = (0.0, 0.0)
+              ) -> Option:
+        """Prefill on ``p``, decode on ``d``; ``work``: the seconds the router predicted
+        for each, counted on them (``monitor.track``) from the moment the request is
+        sent, so that the next request's plan sees them: ``d``'s from the start, since
+        its decode is on its way."""
         cl = self.cluster
         tp = cl.transports[p]
         assert isinstance(tp, KVServerTransport)
         notes: list[str] = []  # decode servers that failed before this one served
 
         def run(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
+            with cl.monitor.track(d, work[1]):
+                return ship(req, guard)
+
+        def ship(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
             notes.clear()
-            with cl.monitor.track(p):
+            with cl.monitor.track(p, work[0]):
                 try:
                     pre = tp.prefill(req)
                 except BackendError as exc:
@@ -211,7 +240,7 @@ class KVServerBackend(_SinglePool):
             # reached is replaced by another one that pulls the same KV, no re-prefill.
             for dd in [d, *self._spare_decoders(p, d)]:
                 try:
-                    result = self._decode_on(dd, req, pre, guard)
+                    result = self._decode_on(dd, req, pre, guard, counted=dd == d)
                 except BackendUnavailable as exc:
                     if guard.emitted:
                         tp.release(pre)
@@ -241,9 +270,12 @@ class KVServerBackend(_SinglePool):
         return [s.endpoint.name for s in sorted(usable, key=lambda s: s.outstanding)]
 
     def _decode_on(self, dd: str, req: GenerationRequest, pre: Any,
-                   guard: EmitGuard) -> GenerationResult:
+                   guard: EmitGuard, counted: bool = False) -> GenerationResult:
+        """Decode on ``dd`` (``counted``: its request is tracked already)."""
         td = self.cluster.transports[dd]
         assert isinstance(td, KVServerTransport)
+        if counted:
+            return td.decode(req, pre, self.cluster.endpoints[pre.server], guard)
         with self.cluster.monitor.track(dd):
             return td.decode(req, pre, self.cluster.endpoints[pre.server], guard)
 
@@ -263,6 +295,16 @@ class KVServerBackend(_SinglePool):
         if m.kv_transfer_seconds > 0 and m.kv_bytes > 0:
             cl.links.record(p, d, m.kv_bytes, m.kv_transfer_seconds)
         _record_speeds(cl, None, d, m)
+
+
+def _wait_s(state: Any) -> float:
+    """Seconds a new request would wait on a server: the work this client predicted for
+    its requests there, plus the requests of other clients queued on it (its
+    ``queue_depth`` beyond ours), each at its measured request time."""
+    ours = state.outstanding
+    others = max(0, (state.status.queue_depth if state.status else 0) - ours)
+    each = state.request_latency_s or 1.0
+    return state.pending_s + others * each
 
 
 def _record_speeds(cluster: Any, prefill: str | None, decode: str | None,

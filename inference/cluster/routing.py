@@ -39,6 +39,7 @@ DEFAULT_LINK_BPS = 125e6  # an unmeasured link is guessed at 1 Gbit/s ...
 DEFAULT_LINK_LATENCY_S = 0.002  # ... and 2 ms
 DEFAULT_PREFILL_TPS = 200.0  # guesses for a server nobody measured or seeded
 DEFAULT_DECODE_TPS = 50.0
+TIE = 0.02  # predictions this close (2 %) are a tie, spread between the options
 
 
 class Selector:
@@ -122,8 +123,10 @@ class CostModel:
     """Predicts every route for a request and picks the cheapest (see the module doc).
 
     ``kv_bytes_per_token``: a number, or a function of the prefill server's name.
-    ``queue`` values are multiplied by ``queue_unit_s``: pass seconds (the default 1.0)
-    or queue depths with ``queue_unit_s`` set to a typical request's seconds.
+    ``queue`` values are multiplied by ``queue_unit_s``: pass seconds (the default 1.0;
+    the kvserver route passes each server's predicted outstanding work, see
+    ``remote._wait_s``) or queue depths with ``queue_unit_s`` set to a typical
+    request's seconds. Options predicted within ``TIE`` of the best take turns.
     """
 
     def __init__(self, links: LinkTable, speeds: SpeedTable,
@@ -168,19 +171,22 @@ class CostModel:
         opts += [self._local("self", d, prompt_tokens, max_tokens, cached, queue)
                  for d in decoders]
         opts += [self._local("single", x, prompt_tokens, max_tokens, cached, queue)
-                 for x in dict.fromkeys(singles)]
+                 for x in dict.fromkeys(singles) if x not in decoders]  # else: self(x)
         return sorted(opts, key=lambda o: o.predicted_s)
 
     def choose(self, prompt_tokens: int, max_tokens: int, pairs: Sequence[tuple[str, str]],
                singles: Sequence[str] = (), cached: Mapping[str, int] | None = None,
-               queue: Mapping[str, float] | None = None) -> RouteOption:
+               queue: Mapping[str, float] | None = None, turn: int = 0) -> RouteOption:
         """The cheapest route, except that a pair whose link was never measured is
-        shipped once when even a free link would make it the cheapest."""
+        shipped once when even a free link would make it the cheapest. ``turn``: how
+        many of the caller's requests are being planned or served beside this one;
+        the options tied for the best take turns by it (``spread``)."""
         opts = self.options(prompt_tokens, max_tokens, pairs, singles, cached, queue)
         if not opts:
             raise BackendUnavailable("no route: no server pair and no single server given")
-        best = picked = chosen = opts[0]
+        opts = spread(opts, turn)
         with self._lock:
+            best = picked = chosen = opts[0]
             for opt in opts if self.explore else ():
                 pair = (opt.prefill or "", opt.decode)
                 if opt.method != "ship" or "link" not in opt.guessed or pair in self._explored:
@@ -266,6 +272,20 @@ class CostModel:
                  "prefill": self._prefill_s(x, s, cached.get(x, 0), guessed),
                  "decode": self._decode_s(x, n, guessed)}
         return RouteOption(method, None, x, sum(parts.values()), parts, tuple(guessed))
+
+
+def spread(opts: list[RouteOption], turn: int) -> list[RouteOption]:
+    """``opts`` (cheapest first) with the ``turn``-th of the options of the first one's
+    method predicted within ``TIE`` of it moved first: requests planned at the same
+    moment, before any is counted on its servers, do not all go to the first server by
+    name; a request alone (turn 0) keeps the order."""
+    if turn <= 0 or not opts:
+        return opts
+    best = opts[0].predicted_s
+    ties = [o for o in opts if o.predicted_s <= best * (1 + TIE) + 1e-9
+            and o.method == opts[0].method]
+    first = ties[turn % len(ties)]
+    return [first, *(o for o in opts if o is not first)]
 
 
 def regret(decisions: Sequence[Decision], best_actual: Sequence[float]) -> float:

@@ -7,6 +7,7 @@ Names follow llama-server where they mean the same (``llamacpp:*``); ours are
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge
@@ -17,6 +18,14 @@ from prometheus_client.registry import Collector
 from ..types import RequestMetrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+RECENT = 32
+
+
+def _rate(samples: deque[tuple[int, float]]) -> float:
+    seconds = sum(s for _, s in samples)
+    return sum(n for n, _ in samples) / seconds if seconds > 0 else 0.0
 
 
 class _DecodeSteps(Collector):
@@ -80,8 +89,10 @@ class ServerMetrics:
         self._steps = _DecodeSteps()
         r.register(self._steps)
         self._lock = threading.Lock()
-        self._prefill = [0, 0.0]  # tokens, seconds
-        self._decode = [0, 0.0]
+        # the last RECENT requests' (tokens, seconds): /status's speeds say what the
+        # server does now, which a router seeds its estimates with
+        self._prefill: deque[tuple[int, float]] = deque(maxlen=RECENT)
+        self._decode: deque[tuple[int, float]] = deque(maxlen=RECENT)
 
     def bind(self, *, busy: Callable[[], float], waiting: Callable[[], float],
              handles: Callable[[], float], store_bytes: Callable[[], float],
@@ -104,22 +115,22 @@ class ServerMetrics:
             self.tokens_predicted.inc(m.decode_tokens)
             self.tokens_predicted_seconds.inc(m.decode_seconds)
         with self._lock:
-            self._prefill[0] += m.prefill_tokens
-            self._prefill[1] += m.prefill_seconds
-            self._decode[0] += m.decode_evals
-            self._decode[1] += m.decode_seconds
+            if m.prefill_tokens and m.prefill_seconds > 0:
+                self._prefill.append((m.prefill_tokens, m.prefill_seconds))
+            if m.decode_evals and m.decode_seconds > 0:
+                self._decode.append((m.decode_evals, m.decode_seconds))
 
     @property
     def prefill_tps(self) -> float:
+        """Prompt tokens per second over the last RECENT prefills (0: none yet)."""
         with self._lock:
-            n, s = self._prefill
-        return n / s if s > 0 else 0.0
+            return _rate(self._prefill)
 
     @property
     def decode_tps(self) -> float:
+        """Tokens per second over the last RECENT decodes (0: none yet)."""
         with self._lock:
-            n, s = self._decode
-        return n / s if s > 0 else 0.0
+            return _rate(self._decode)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
