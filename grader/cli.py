@@ -158,6 +158,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     inputs = [Path(p) for p in args.inputs]
     check_batch_size(batch_size(_readable(inputs), args.max_notebooks))
     client = None if args.no_llm else DisaggregatedClient(load_config())
+    for line in client.judging_warnings() if client is not None else ():
+        print(f"warning: {line}", file=sys.stderr)
     grader = Grader(assignment, options, client=client)
     files, problems = expand_inputs(inputs)
     items = [GradeInput.from_submission(f) for f in files]

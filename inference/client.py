@@ -249,6 +249,13 @@ class DisaggregatedClient:
                                         detail=str(exc)))
         return out
 
+    def judging_warnings(self) -> list[str]:
+        """Roles trusted to judge (``can_judge``) whose model is one the project knows is
+        too small to (``inference.trust``); empty when there are none."""
+        from .trust import judging_warnings
+
+        return judging_warnings(self.config, self.health())
+
     def close(self) -> None:
         with self._lock:
             for backend in self._backends.values():
