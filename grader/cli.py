@@ -15,19 +15,17 @@ does only that): its solution and its template are graded with the rubric and th
 solution is run; the percentages and any problem of the solution's run (a missing
 package, function or data file, an error) go to stderr, before any student is graded.
 
-Progress goes to stderr; with --json, stdout holds exactly one JSON list (an
-object per notebook). Files that cannot be graded are listed with status
-"error" and the reason; the others are graded regardless. Files are named by
-their paths as given (``path/to/upload.zip/entry.ipynb`` inside a ZIP), shown
-with control and bidi characters escaped; ``archive`` and ``entry`` keep the
-names as they were, and ``notes`` says what was noticed about an input (a
-duplicate name, text that had to be replaced). Every error names the path it
-is about. Exit status: 0 when every input was graded, 1 when some were not, 2
-for a bad command line, a broken assignment folder, or a path that cannot be
-read or written (grades already made are printed first), 2 for a batch of more
-notebooks than ``--max-notebooks`` allows (300 unless raised; the error names the
-archive and the count). ``check`` exits 0 when the assignment is sound, 1 when the
-instructor has something to fix.
+Progress goes to stderr; with --json, stdout holds exactly one JSON list (an object per
+notebook). Files that cannot be graded are listed with status "error" and the reason;
+the others are graded regardless. Files are named by their paths as given
+(``path/to/upload.zip/entry.ipynb`` inside a ZIP), shown with control and bidi
+characters escaped; ``archive`` and ``entry`` keep the names as they were, and
+``notes`` says what was noticed about an input (a duplicate name, text that had to be
+replaced). Every error names the path it is about. Exit status: 0 when every input was
+graded, 1 when some were not, 2 for a bad command line, a broken assignment folder, or a
+path that cannot be read or written (grades already made are printed first), 2 for a
+batch of more notebooks than ``--max-notebooks`` allows (300 unless raised; the error
+names the archive and the count). ``check`` exits 0 when the assignment is sound, 1 when not.
 
 SIGTERM (or SIGHUP) in the middle of ``grade`` stops the batch: the sandboxes are
 killed, their run folders and cgroups removed, the grades made so far printed (and,
