@@ -18,6 +18,7 @@ first; ``PooledBackend`` tries them in order with safe failover.
 from __future__ import annotations
 
 import threading
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,16 +102,41 @@ class KVServerBackend(_SinglePool):
         self._cached: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
         self._serving = 0  # requests of this route being planned or served now
+        # Work planned on a server but not started yet (``monitor.track`` counts it from
+        # the start): plans are made one at a time, each seeing the ones before it, so
+        # requests sent at the same moment do not all pick the server that looked free.
+        self._plan_lock = threading.Lock()
+        self._planned: dict[str, float] = defaultdict(float)
+        self._local = threading.local()  # .held: this thread's reservations in serve()
 
     def serve(self, request: GenerationRequest,
               on_token: Any = None) -> GenerationResult:
         with self._lock:
             self._serving += 1
+        self._local.held = []
         try:
             return super().serve(request, on_token)
         finally:
+            self._release(self._local.held)
+            self._local.held = None
             with self._lock:
                 self._serving -= 1
+
+    def _reserve(self, work: dict[str, float]) -> list[tuple[str, float]]:
+        """Count ``work`` as planned (called with the plan lock); returns the handle."""
+        held = list(work.items())
+        with self._lock:
+            for name, seconds in held:
+                self._planned[name] += seconds
+        return held
+
+    def _release(self, holds: list[list[tuple[str, float]]] | None) -> None:
+        """Un-count reservations (each once: a released one is emptied)."""
+        with self._lock:
+            for held in holds or ():
+                for name, seconds in held:
+                    self._planned[name] = max(0.0, self._planned[name] - seconds)
+                held.clear()
 
     def options(self, request: GenerationRequest) -> list[Option]:
         if self.route.mode == "single":
@@ -135,27 +161,43 @@ class KVServerBackend(_SinglePool):
         policy = self.route.options.get("handoff", "auto")
         n_tokens = self.estimate_tokens(request)
         max_tokens = request.max_tokens or self.route.max_tokens or 256
-        queue = {s.endpoint.name: _wait_s(s) for s in usable}
         for s in usable:  # the servers' own recent speeds, re-read at every probe
             if s.status is not None:
                 cl.speeds.seed(s.endpoint.name, s.status)
         cached = {n: self._cached_estimate(n, key, n_tokens) for n in set(prefillers + decoders)}
-        args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders, cached, queue)
-        ranked = cl.cost.options(*args)
-        turn = max(0, self._serving - 1)  # the others planned or served beside this one
-        if policy == "always":  # the instructor's topology first, the router's order within
-            ranked.sort(key=lambda o: o.method != "ship")
-            ranked = spread(ranked, turn)
-            first = ranked[0]
-            cl.cost.record_decision(first, tuple(o for o in ranked if o is not first))
-        else:
-            first = cl.cost.choose(*args, turn=turn)
+        held = getattr(self._local, "held", None)  # a list inside serve(): plan for real
+        with self._plan_lock:
+            self._release(held)  # planning again after a failure: the old plan is void
+            queue = {s.endpoint.name: _wait_s(s) + self._planned[s.endpoint.name]
+                     for s in usable}
+            args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders,
+                    cached, queue)
+            ranked = cl.cost.options(*args)
+            turn = max(0, self._serving - 1)  # the others planned or served beside this
+            if policy == "always":  # the instructor's topology first, the router's order
+                ranked.sort(key=lambda o: o.method != "ship")
+                ranked = spread(ranked, turn, queue)
+                first = ranked[0]
+                cl.cost.record_decision(first, tuple(o for o in ranked if o is not first))
+            else:
+                first = cl.cost.choose(*args, turn=turn)
+            reservation = self._reserve(_work(first)) if held is not None else None
+        if reservation is not None:
+            held.append(reservation)
         out: list[Option] = []
         for ro in [first, *ranked]:
             opt = self._from_route_option(ro, key)
             if all(o.servers != opt.servers for o in out):
                 opt.fallback_reason = why
                 out.append(opt)
+        if reservation is not None:  # from its start, the first option is tracked instead
+            inner = out[0].run
+
+            def run(req: GenerationRequest, guard: EmitGuard) -> GenerationResult:
+                self._release([reservation])
+                return inner(req, guard)
+
+            out[0].run = run
         return out
 
     def _why_no_pair(self, prefillers: list[str], refused: dict[tuple[str, str], str]) -> str:
@@ -185,14 +227,11 @@ class KVServerBackend(_SinglePool):
             self._cached[(server, key)] = (prompt, cached)
 
     def _from_route_option(self, ro: Any, key: str) -> Option:
-        parts = ro.parts
+        work = _work(ro)
         if ro.method == "ship":
-            opt = self._ship(ro.prefill, ro.decode, key, (
-                parts.get("prefill", 0.0),
-                parts.get("load", 0.0) + parts.get("decode", 0.0)))
+            opt = self._ship(ro.prefill, ro.decode, key, (work[ro.prefill], work[ro.decode]))
         else:
-            opt = self._single(ro.decode, "single",
-                               parts.get("prefill", 0.0) + parts.get("decode", 0.0))
+            opt = self._single(ro.decode, "single", work[ro.decode])
             inner = opt.run
 
             def run(req: GenerationRequest, guard: EmitGuard, server: str = ro.decode
@@ -295,6 +334,15 @@ class KVServerBackend(_SinglePool):
         if m.kv_transfer_seconds > 0 and m.kv_bytes > 0:
             cl.links.record(p, d, m.kv_bytes, m.kv_transfer_seconds)
         _record_speeds(cl, None, d, m)
+
+
+def _work(ro: Any) -> dict[str, float]:
+    """The seconds a route option's plan gives each of its servers."""
+    parts = ro.parts
+    if ro.method == "ship":
+        return {ro.prefill: parts.get("prefill", 0.0),
+                ro.decode: parts.get("load", 0.0) + parts.get("decode", 0.0)}
+    return {ro.decode: parts.get("prefill", 0.0) + parts.get("decode", 0.0)}
 
 
 def _wait_s(state: Any) -> float:

@@ -184,7 +184,7 @@ class CostModel:
         opts = self.options(prompt_tokens, max_tokens, pairs, singles, cached, queue)
         if not opts:
             raise BackendUnavailable("no route: no server pair and no single server given")
-        opts = spread(opts, turn)
+        opts = spread(opts, turn, queue)
         with self._lock:
             best = picked = chosen = opts[0]
             for opt in opts if self.explore else ():
@@ -274,16 +274,29 @@ class CostModel:
         return RouteOption(method, None, x, sum(parts.values()), parts, tuple(guessed))
 
 
-def spread(opts: list[RouteOption], turn: int) -> list[RouteOption]:
-    """``opts`` (cheapest first) with the ``turn``-th of the options of the first one's
-    method predicted within ``TIE`` of it moved first: requests planned at the same
-    moment, before any is counted on its servers, do not all go to the first server by
-    name; a request alone (turn 0) keeps the order."""
-    if turn <= 0 or not opts:
+def spread(opts: list[RouteOption], turn: int,
+           load: Mapping[str, float] | None = None) -> list[RouteOption]:
+    """``opts`` (cheapest first) with one of the options of the first one's method
+    predicted within ``TIE`` of it moved first: the one whose servers have the least
+    ``load`` (seconds of work waiting there), and among equals the ``turn``-th.
+    Requests planned at the same moment, before any is counted on its servers, do not
+    all go to the first server by name, and a prefill server whose wait hides under a
+    decode server's is still chosen by its own; a request alone (turn 0, no load)
+    keeps the order."""
+    if not opts:
         return opts
     best = opts[0].predicted_s
     ties = [o for o in opts if o.predicted_s <= best * (1 + TIE) + 1e-9
             and o.method == opts[0].method]
+    if len(ties) < 2:
+        return opts
+    load = load or {}
+
+    def weight(o: RouteOption) -> float:
+        return load.get(o.prefill or "", 0.0) + load.get(o.decode, 0.0)
+
+    least = min(map(weight, ties))
+    ties = [o for o in ties if weight(o) <= least + 1e-6]
     first = ties[turn % len(ties)]
     return [first, *(o for o in opts if o is not first)]
 
