@@ -4,7 +4,11 @@ The assignment chosen survives visits to other pages (``grade_assignment_kept``)
 the Grade button is disabled while a job runs, and starting the same work twice
 gives the running job (grader.service.jobs), so two quick clicks grade once. A batch
 of more notebooks than the limit (grader.service.sizing) waits for the instructor to
-confirm it, with the count (``grade_confirm``).
+confirm it, with the count (``grade_confirm``). A page drawn afresh (a reload) while a
+batch runs follows that batch with its assignment chosen in the picker. The create form's
+widgets are keyed by ``grade_new_round``, bumped once an assignment is made, so the next
+one starts empty; what was made (``grade_created``) is shown under its own assignment
+only. The results show each student's grade in force (grader.service.results).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import time
 
 import streamlit as st
 
-from app_pages.components import download_buttons, follow_job, report_detail, self_check
+from app_pages.assignment_admin import archived_list, manage, shelf_note
+from app_pages.components import download_buttons, report_detail, self_check
 from app_pages.import_view import show_import
+from app_pages.progress_view import follow_job
 from app_pages.shared import (
     anonymous,
     get_client,
@@ -33,10 +39,11 @@ from grader.service.jobs import (
     start_grading,
     start_resuming,
 )
+from grader.service.results import results_in_force
 from grader.service.review import one_grade_per_student
 from grader.service.sizing import batch_size
-from grader.service.workspace import Upload
-from grader.views.reports import offline_markdown, problem_lines, result_rows
+from grader.service.workspace import Upload, made_from
+from grader.views.reports import offline_markdown, problem_lines
 
 sidebar()
 workspace, store = get_workspace(), get_store()
@@ -51,29 +58,50 @@ def _one(f) -> Upload | None:
     return None if f is None else Upload(f.name, f.getvalue())
 
 
+# -- a batch that runs on --------------------------------------------------------------
+job: GradeJob | None = st.session_state.get("grade_job")
+others = [j for j in running_jobs(workspace, kinds=("grade", "resume")) if j is not job]
+if others and (job is None or job.finished):
+    # The page was drawn afresh (a reload, a new tab) while a batch grades on: follow it,
+    # with its assignment chosen in the picker (not the first one listed), so that the
+    # next Grade grades against the rubric of the assignment shown.
+    if job is None:
+        st.session_state["grade_assignment"] = others[0].assignment
+    job = st.session_state["grade_job"] = others.pop(0)
+busy = job is not None and not job.finished
+
 # -- the assignment ------------------------------------------------------------------
-entries = workspace.entries()
+shelf_note()
+try:
+    entries = workspace.entries()
+except GraderError as exc:  # the list of archived assignments is unreadable
+    st.error(f"The assignments cannot be listed: {exc}")
+    st.stop()
 for e in entries:
     if e.problem:
         st.warning(f"Assignment folder {e.root} cannot be used: {e.problem}")
 usable = [e for e in entries if not e.problem]
+# The create form's widgets get new keys once an assignment is made from them: the next
+# one starts from an empty form, never from the files of the one before.
+form_round = st.session_state.get("grade_new_round", 0)
 with st.expander("Create an assignment from files", expanded=not usable):
-    with st.form("grade_new_assignment", clear_on_submit=False):
-        title = st.text_input("Title", key="grade_new_title")
+    with st.form(f"grade_new_assignment_{form_round}", clear_on_submit=False):
+        title = st.text_input("Title", key=f"grade_new_title_{form_round}")
         c1, c2, c3 = st.columns(3)
         template = c1.file_uploader("Template notebook (or, alone, an nbgrader source or "
                                     "otter master notebook)", type=["ipynb"],
-                                    key="grade_new_template")
-        solution = c2.file_uploader("Solution notebook", type=["ipynb"], key="grade_new_solution")
+                                    key=f"grade_new_template_{form_round}")
+        solution = c2.file_uploader("Solution notebook", type=["ipynb"],
+                                    key=f"grade_new_solution_{form_round}")
         rubric = c3.file_uploader("Rubric (JSON; old-format rubrics are imported)",
-                                  type=["json"], key="grade_new_rubric")
+                                  type=["json"], key=f"grade_new_rubric_{form_round}")
         data = st.file_uploader("Data files the notebooks read", accept_multiple_files=True,
-                                key="grade_new_data")
+                                key=f"grade_new_data_{form_round}")
         create = st.form_submit_button("Create assignment")
     if create:
+        ups = (_one(template), _one(solution), _one(rubric), _uploads(data))
         try:
-            made, parsed = workspace.create(title, _one(template), _one(solution), _one(rubric),
-                                            _uploads(data))
+            made, parsed = workspace.create(title, *ups)
         except RubricError as exc:
             st.error(f"Cannot create the assignment ({exc.file}):\n\n"
                      + "\n".join(f"- {p}" for p in exc.problems))
@@ -82,13 +110,12 @@ with st.expander("Create an assignment from files", expanded=not usable):
         else:
             st.session_state["grade_assignment"] = made.name
             st.session_state["grade_created"] = (made.name, made.title, made.language,
-                                                 len(made.rubric.criteria), parsed.report)
-            usable = [e for e in workspace.entries() if not e.problem]
-    if created := st.session_state.get("grade_created"):
-        short, made_title, language, n_criteria, report = created
-        st.success(f"Created “{made_title}” as {short} ({language}, {n_criteria} criteria).")
-        if report is not None:
-            show_import(report)
+                                                 len(made.rubric.criteria), parsed.report,
+                                                 made_from(*ups))
+            st.session_state["grade_new_round"] = form_round + 1
+            st.rerun()  # the form drawn again, empty
+created_box = st.container()  # what was just made: filled once the choice is known
+archived_list(workspace)
 
 if not usable:
     st.info("No assignment yet: create one above.")
@@ -98,6 +125,13 @@ labels = {e.name: f"{e.title} ({e.name}, {e.language}{', example' if e.bundled e
           for e in usable}
 name = kept_selectbox("Assignment", names, "grade_assignment", "assignment",
                       format_func=labels.__getitem__)
+if (created := st.session_state.get("grade_created")) and created[0] == name:
+    short, made_title, language, n_criteria, report, sources = created
+    with created_box:  # only under the assignment it made: never above another one
+        st.success(f"Created “{made_title}” as {short} ({language}, {n_criteria} criteria) "
+                   f"from {sources}.")
+        if report is not None:
+            show_import(report)
 try:
     assignment = workspace.load(name)
 except GraderError as exc:
@@ -105,7 +139,8 @@ except GraderError as exc:
     st.stop()
 st.caption(f"Rubric {assignment.rubric.version}: {len(assignment.rubric.criteria)} criteria, "
            f"{assignment.rubric.total_points:g} points (edit it on the Rubrics page).")
-self_check(workspace, assignment)
+check_box = st.container()  # the self-check, drawn once the rest of the page is there
+manage(workspace, next(e for e in usable if e.name == name), busy, anonymous())
 
 # -- what to grade -------------------------------------------------------------------
 # A new key once a batch starts: the uploader starts empty instead of piling the next
@@ -126,22 +161,25 @@ with st.expander("Options"):
     use_llm = o1.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
     regrade = o1.checkbox("Regrade files graded before", False, key="grade_regrade")
     workers = o2.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
-if use_llm and not get_warmup().done:
-    st.caption(f"{get_warmup().summary()} Grading can start now: the model layers wait for "
-               "their models.")
+
+
+def _models_loading(use_llm: bool) -> None:
+    """While the models load, that grading can start anyway; nothing once they are ready
+    (redrawn every 2 s meanwhile, like the sidebar's model state beside it)."""
+    warm = get_warmup()
+    if use_llm and not warm.done:
+        st.caption(f"{warm.summary()} Grading can start now: the model layers wait for "
+                   "their models.")
+
+
+st.fragment(_models_loading, run_every=None if get_warmup().done else 2.0)(use_llm)
 
 options = GradeOptions(execute=execute, use_llm=use_llm)
-job: GradeJob | None = st.session_state.get("grade_job")
-others = [j for j in running_jobs(workspace, kinds=("grade", "resume")) if j is not job]
-if others and (job is None or job.finished):
-    # The page was drawn afresh (a reload, a new tab) while a batch grades on: follow it.
-    job = st.session_state["grade_job"] = others.pop(0)
 for j in others:
     done = j.board.snapshot()
     st.info(f"Also grading for {j.assignment} (started "
             f"{time.strftime('%H:%M', time.localtime(j.started_at))}, another tab or "
             f"session): {done.done} of {done.total or '?'} notebooks done.")
-busy = job is not None and not job.finished
 for b in interrupted_batches(workspace, name):
     left, right = st.columns([5, 1], vertical_alignment="center")
     left.warning(f"A batch started {time.strftime('%Y-%m-%d %H:%M', time.localtime(b.created_at))}"
@@ -155,7 +193,6 @@ for b in interrupted_batches(workspace, name):
             st.error(f"Cannot resume that batch: {exc}")
         else:
             st.rerun()
-
 
 
 def _start(uploads: list[Upload]) -> None:
@@ -188,9 +225,13 @@ if (asked := st.session_state.get("grade_confirm")) and not busy:
         st.session_state.pop("grade_confirm", None)
         st.rerun()
 
+with check_box:
+    self_check(workspace, assignment)
+
 # -- live progress -------------------------------------------------------------------
 if job is not None:
-    follow_job(job, anonymous())  # live while it runs; its final board once it ended
+    # live while it runs; its final board once it ended; headed by the title
+    follow_job(job, anonymous(), {e.name: e.title for e in usable}.get(job.assignment, ""))
     if busy:
         st.rerun()  # it ended: draw the page again, with the Grade button enabled
 
@@ -203,7 +244,8 @@ if job is not None and job.finished:
     hidden = anonymous()
     for line in problem_lines(result.problems, hidden):
         st.error(offline_markdown(line))
-    graded = result.stored(store, hidden)
+    now_shown = results_in_force(store, result.grade_ids, hidden)
+    graded = now_shown.graded
     if graded or result.problems:
         st.subheader(f"Results: {result.title or job.assignment} ({job.assignment})")
         if job.assignment != name:
@@ -212,13 +254,15 @@ if job is not None and job.finished:
         if result.reused:
             st.caption(f"{result.reused} already graded with this rubric: the stored grades "
                        "are shown (tick 'Regrade' to grade them again).")
-        st.dataframe(result_rows(graded), hide_index=True, width="stretch")
+        if note := now_shown.note():
+            st.info(note)
+        st.dataframe(now_shown.rows(), hide_index=True, width="stretch")
         if result.problems:
             st.caption(f"{len(result.problems)} file(s) could not be read: named above, with "
                        "the reason; the others were graded.")
     shown = dict(graded)
     for gid, why in result.unlike:
-        r = shown[gid]
+        r = shown.get(gid) or store.get_report(gid, hidden)
         score = "" if r.score is None else \
             f" Its score, {r.score:g} / {r.max_score:g}, likely means nothing."
         st.warning(offline_markdown(f"**{r.display_name or r.file}** ({r.file}): {why}.{score} "

@@ -99,9 +99,12 @@ def test_a_bundled_example_name_counts_as_taken(ws):
     assert made.title == "Retail sales"
     assert not parsed.imported
     assert parsed.report is None
-    # a rubric in our own format keeps its own title
+    # the title typed at creation wins over the one in a rubric of our own format
+    # (issue 22: the Rubrics page showed the file's title, not the one typed)
     ours = json.loads((ROOT / "rubrics" / "retail-sales.json").read_text())
-    assert made.rubric.title == ours["title"]
+    assert ours["title"] != "Retail sales"
+    assert made.rubric.title == "Retail sales"
+    assert ws.load(made.name).rubric.title == "Retail sales"
 
 
 def test_without_a_title_the_old_rubric_names_the_assignment(ws):

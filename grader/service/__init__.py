@@ -6,8 +6,11 @@ interrupted batch; ``review`` lists stored grades, applies overrides and regrade
 ``rescore`` previews what an edited rubric would do to the grades already given;
 ``workspace`` holds the instructor's assignments (bundled and made in the app);
 ``sizing`` counts a batch's notebooks before it is graded; ``import_fit`` fits an imported
-old-system rubric to the assignment's own solution.
+old-system rubric to the assignment's own solution; ``import_words`` says an import's
+report in words; ``shelf`` archives, restores and deletes assignments (their grades
+kept); ``results`` gives the Grade page each student's grade under the rubric in force.
 
 May import: every room below it (errors, types, notebooks, rubrics, assignment, analysis,
-sandbox, packages, layers, scoring, pipeline, store, views) and ``inference``'s public names.
+sandbox, packages, layers, scoring, pipeline, store, letters, views) and ``inference``'s
+public names.
 """

@@ -118,7 +118,8 @@ class GradeJob:
         self.run = run or (lambda grader, items: grade_batch(
             grader, items, workspace.store, workers, regrade=regrade))
         self.result = JobResult(assignment)
-        self.board = ProgressBoard(models=self.client is not None)
+        self.board = ProgressBoard(models=self.client is not None,
+                                   replies=_replies(self.client, self.started_at))
         self._thread = threading.Thread(target=self._run, name="grade-job", daemon=True)
 
     def start(self) -> GradeJob:
@@ -195,6 +196,24 @@ class GradeJob:
             if snap.version != since_version or self.finished or time.monotonic() > deadline:
                 return snap
             time.sleep(0.02)
+
+
+_ROLE_LAYERS = {"code": "L3", "feedback": "L4"}  # the model layers' roles
+
+
+def _replies(client: DisaggregatedClient | None, since: float
+             ) -> Callable[[], list[tuple[str, float]]] | None:
+    """The model replies that ended since ``since`` (layer, epoch seconds), from the
+    client's request history: the board says "replied" for a model done writing while
+    the other still writes (the pipeline reports both layers once both have ended)."""
+    if client is None:
+        return None
+
+    def ended() -> list[tuple[str, float]]:
+        return [(_ROLE_LAYERS[m.role], m.finished_at) for m in client.history.recent(64)
+                if m.role in _ROLE_LAYERS and m.finished_at >= since]
+
+    return ended
 
 
 def stop_jobs(why: str, timeout_s: float = 60.0) -> list[GradeJob]:

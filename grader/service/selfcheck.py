@@ -386,7 +386,9 @@ def _losses(report: GradeReport) -> list[str]:
             continue  # checks that could not be verified are said apart
         why = "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in lost
                         if ch.status != "environment")
-        out.append(f"{crit.id} ({crit.points:g} of {crit.max_points:g}): {why or 'review'}")
+        why = why or "; ".join(crit.review_reasons) or (
+            "points withheld though no check failed: read the criterion's evidence")
+        out.append(f"{crit.id} ({crit.points:g} of {crit.max_points:g}): {why}")
     return out
 
 

@@ -46,6 +46,7 @@ from ..store.database import RubricVersionRow, Store
 from ..types import Notebook
 from .import_fit import fit_import
 from .selfcheck import CheckState, SelfChecks
+from .shelf import archived_names, retired_names
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,21 @@ def from_import(report: ImportReport) -> RubricFromUpload:
     return RubricFromUpload(report.rubric, True, tuple(report.dropped), report)
 
 
+def made_from(template: Upload | None, solution: Upload | None, rubric: Upload | None,
+              data: list[Upload] | None = None) -> str:
+    """The files an assignment is created from, in words ("template a.ipynb, solution
+    b.ipynb, rubric c.json, data: d.csv"); a template alone is an nbgrader or otter
+    source notebook."""
+    if template is not None and solution is None and rubric is None:
+        parts = [f"the source notebook {template.name} (template, solution and rubric)"]
+    else:
+        parts = [f"{what} {up.name}" for what, up in (("template", template),
+                 ("solution", solution), ("rubric", rubric)) if up is not None]
+    names = [up.name for up in data or []]
+    parts.append(f"data: {', '.join(names)}" if names else "no data files")
+    return ", ".join(parts)
+
+
 def _safe_file_name(name: str, what: str) -> str:
     base = Path(name.replace("\\", "/")).name
     if not base or base.startswith(".") or base in ("assignment.toml",):
@@ -207,10 +223,14 @@ class Workspace:
                 found += [(p.parent, bundled) for p in sorted(base.glob("*/assignment.toml"))]
         return found
 
-    def entries(self) -> list[AssignmentEntry]:
-        """Every assignment folder; one that cannot be loaded is listed with the reason."""
+    def entries(self, archived: bool = False) -> list[AssignmentEntry]:
+        """Every assignment folder not archived (``archived``: the archived ones instead,
+        ``grader.service.shelf``); one that cannot be loaded is listed with the reason."""
         out = []
+        hidden = archived_names(self.user_dir)
         for root, bundled in self._folders():
+            if (root.name in hidden) != archived:
+                continue
             try:
                 a = load_assignment(root)
             except InputError as exc:
@@ -281,7 +301,7 @@ class Workspace:
         ``name``. A rubric imported from the old system takes ``title`` as its title;
         without a ``title`` the assignment takes the rubric's."""
         title = title.strip()
-        taken = {r.name for r, _ in self._folders()}
+        taken = {r.name for r, _ in self._folders()} | retired_names(self.user_dir)
         problems: list[str] = []
         from_nbgrader = None
         if template is not None and solution is None and rubric is None:
@@ -318,6 +338,10 @@ class Workspace:
                 problems.extend(f"rubric {exc.file}: {p}" for p in exc.problems)
             if parsed is not None and parsed.report is not None:
                 parsed = from_import(parsed.report.retitled(title))
+            elif parsed is not None and title and title != parsed.rubric.title:
+                # the title typed at creation names the assignment everywhere
+                parsed = dataclasses.replace(
+                    parsed, rubric=dataclasses.replace(parsed.rubric, title=title))
             title = title or (parsed.rubric.title if parsed is not None else "")
         # a requirements.txt (requirements.R, install.R, r-packages.txt) among the files is
         # the assignment's packages, never data

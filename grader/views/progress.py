@@ -4,17 +4,29 @@ The pipeline's events (grader.events) are folded into a ``ProgressBoard`` as
 they happen, from whatever thread sends them; a page takes ``snapshot()``s and
 draws them. The board lives as long as the job, so a page that is redrawn
 half-way (a rerun, another tab) picks up where the job is.
+
+The pipeline reports the model layers (L3, L4) once both have ended, so a model whose
+reply is written while the other still writes would look busy for minutes. The board
+is therefore also told when model replies end (``replies``: the client's request
+history), and says "replied" for a layer whose reply ended after its last token. The
+estimate of the time left comes from the measured speed only (``BoardSnapshot.estimate``):
+before a notebook has finished it says so instead of guessing.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..events import GradeEvent, describe
 
 LAYERS = ("L1", "L2", "L3", "L4")
 STREAM_CHARS = 600  # the tail of each model's text kept for display
+QUIET_S = 10.0  # a model silent this long while writing: said, with how long
+# (layer, when it ended): model replies that ended lately, e.g. from the client's history
+Replies = Callable[[], Sequence[tuple[str, float]]]
 
 
 @dataclass(slots=True)
@@ -25,6 +37,24 @@ class NotebookProgress:
     score: str = ""
     streams: dict[str, str] = field(default_factory=dict)  # layer -> tail of the text
     tokens: dict[str, int] = field(default_factory=dict)  # layer -> pieces decoded
+    started: float = 0.0  # clock time of its start event (0: not started here)
+    ended: float = 0.0  # clock time of its done event
+    last_token: dict[str, float] = field(default_factory=dict)  # layer -> clock time
+    replied: set[str] = field(default_factory=set)  # model layers whose reply has ended
+
+
+def duration(seconds: float) -> str:
+    """45 s, 4 min 50 s, 1 h 5 min."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +65,7 @@ class BoardSnapshot:
     log: tuple[str, ...]
     version: int
     models: bool = True  # whether L3 and L4 run in this job
+    at: float = 0.0  # the board's clock when the snapshot was taken
 
     @property
     def fraction(self) -> float:
@@ -42,11 +73,12 @@ class BoardSnapshot:
 
     def rows(self, hide_names: bool = False) -> list[dict[str, str]]:
         """A row per notebook, each layer's state in words ("done in 0.4 s", "running",
-        "writing: 57 tokens", "failed: ..."); ``hide_names`` shows "notebook 1", ... in
-        place of the uploaded file names (which often carry the student's name)."""
+        "writing (57 tokens)", "replied (210 tokens)", "failed: ..."); ``hide_names``
+        shows "notebook 1", ... in place of the uploaded file names (which often carry
+        the student's name)."""
         return [{"notebook": f"notebook {i}" if hide_names else n.file,
                  "state": STATE_WORDS.get(n.state, n.state),
-                 **{LAYER_TITLES[layer]: layer_words(n, layer, self.models)
+                 **{LAYER_TITLES[layer]: layer_words(n, layer, self.models, self.at)
                     for layer in LAYERS},
                  "score": n.score}
                 for i, n in enumerate(self.notebooks, 1)]
@@ -57,7 +89,8 @@ class BoardSnapshot:
         return grading[-1] if grading else None
 
     def headline(self, hide_names: bool = False) -> str:
-        """One sentence on what is happening now, for under the progress bar."""
+        """One sentence on what is happening now, for under the progress bar: per notebook
+        being graded, how long it has run, what runs now and what has ended."""
         grading = [(i, n) for i, n in enumerate(self.notebooks, 1) if n.state == "grading"]
         if not grading:
             if self.total and self.done >= self.total:
@@ -67,19 +100,50 @@ class BoardSnapshot:
         parts = []
         for i, n in grading:
             name = f"notebook {i}" if hide_names else n.file
-            doing = [_doing(layer, layer_words(n, layer, self.models)) for layer in LAYERS]
+            if n.started and self.at:
+                name += f" ({duration(self.at - n.started)})"
+            doing = [_doing(layer, layer_words(n, layer, self.models, self.at))
+                     for layer in LAYERS]
             doing = [d for d in doing if d]
             parts.append(f"{name}: " + ("; ".join(doing) if doing else "starting"))
         return " | ".join(parts)
 
+    def estimate(self) -> str:
+        """The time left, from the speed measured in this job: the time since the first
+        notebook started over the notebooks graded since. Before any has finished, how
+        long the first has run and what of it is done (no number is made up)."""
+        if not self.total or self.done >= self.total:
+            return ""
+        started = [n.started for n in self.notebooks if n.started]
+        finished = [n for n in self.notebooks if n.started and n.ended]
+        if not started or not self.at:
+            return "No estimate yet: no notebook has started."
+        elapsed = self.at - min(started)
+        if not finished:
+            first = min((n for n in self.notebooks if n.started), key=lambda n: n.started)
+            ended = [LAYER_TITLES[layer] for layer in LAYERS if layer in first.layers
+                     or layer in first.replied]
+            so_far = f" ({', '.join(ended)} done)" if ended else ""
+            return (f"No estimate yet: none of the {self.total} notebooks has finished; the "
+                    f"first has run for {duration(elapsed)}{so_far}.")
+        per = elapsed / len(finished)
+        left = self.total - self.done
+        return (f"About {duration(per * left)} left for {_plural(left, 'notebook')}: "
+                f"{duration(per)} per notebook, measured on the "
+                f"{_plural(len(finished), 'notebook')} graded so far.")
+
 
 def _doing(layer: str, state: str) -> str:
-    """What a running layer does, as a phrase of the headline ("" when it is not running)."""
+    """What a running layer does, as a phrase of the headline ("" when it is not running
+    and has not just replied)."""
+    model = "code" if layer == "L3" else "feedback"
     if state == "running":
         return {"L1": "checking the structure", "L2": "running the notebook in the sandbox",
                 "L3": "the code model is reading", "L4": "the feedback model is reading"}[layer]
     if state.startswith("writing"):
-        return f"the {'code' if layer == 'L3' else 'feedback'} model is {state}"
+        return f"the {model} model is {state}"
+    if state.startswith("replied"):
+        return f"the {model} model has {state}"
     return ""
 
 
@@ -89,12 +153,14 @@ LAYER_TITLES = {"L1": "Structure (L1)", "L2": "Run in the sandbox (L2)",
                 "L3": "Code analysis (L3)", "L4": "Written feedback (L4)"}
 
 
-def layer_words(n: NotebookProgress, layer: str, models: bool = True) -> str:
+def layer_words(n: NotebookProgress, layer: str, models: bool = True,
+                now: float = 0.0) -> str:
     """A layer's state for one notebook, in words. Layers run L1, L2, then L3 and L4 side
     by side; a layer with no outcome yet is "running" when the one before it ended (L3
-    and L4: "writing" once their model's text arrives), and "not run" once the notebook
-    is done without it (the file could not be read); L3 and L4 are "off" in a job without
-    the models."""
+    and L4: "writing" once their model's text arrives, "replied" once their reply ended),
+    and "not run" once the notebook is done without it (the file could not be read); L3
+    and L4 are "off" in a job without the models. With ``now``, a model silent for
+    ``QUIET_S`` says for how long."""
     if layer in n.layers:
         return n.layers[layer]
     if layer in ("L3", "L4") and not models:
@@ -103,8 +169,12 @@ def layer_words(n: NotebookProgress, layer: str, models: bool = True) -> str:
         return "not run"
     if n.state != "grading":
         return ""
+    if layer in n.replied:
+        return f"replied ({_plural(n.tokens.get(layer, 0), 'token')})"
     if n.tokens.get(layer):
-        return f"writing ({n.tokens[layer]} tokens)"
+        quiet = now - n.last_token.get(layer, now) if now else 0.0
+        silent = f"; none for {duration(quiet)}" if quiet >= QUIET_S else ""
+        return f"writing ({_plural(n.tokens[layer], 'token')}{silent})"
     before = {"L1": None, "L2": "L1", "L3": "L2", "L4": "L2"}[layer]
     if before is None or before in n.layers:
         return "running"
@@ -112,8 +182,14 @@ def layer_words(n: NotebookProgress, layer: str, models: bool = True) -> str:
 
 
 class ProgressBoard:
-    def __init__(self, log_lines: int = 200, models: bool = True) -> None:
+    def __init__(self, log_lines: int = 200, models: bool = True,
+                 replies: Replies | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``replies``: the model replies that ended lately, as (layer, clock time) pairs;
+        ``clock``: the time of events (the same clock as ``replies``')."""
         self._models = models
+        self._replies = replies
+        self._clock = clock
         self._lock = threading.Lock()
         self._total = 0
         self._notebooks: dict[str, NotebookProgress] = {}
@@ -127,15 +203,19 @@ class ProgressBoard:
             self._version += 1
 
     def apply(self, ev: GradeEvent) -> None:
+        now = self._clock()
         with self._lock:
             self._version += 1
             nb = self._notebooks.setdefault(ev.file, NotebookProgress(ev.file))
             if ev.kind == "start":
                 nb.state = "grading"
+                nb.started = now
             elif ev.kind == "tokens":
                 tail = nb.streams.get(ev.layer, "") + ev.text
                 nb.streams[ev.layer] = tail[-STREAM_CHARS:]
                 nb.tokens[ev.layer] = nb.tokens.get(ev.layer, 0) + 1
+                nb.last_token[ev.layer] = now
+                nb.replied.discard(ev.layer)  # writing again (a repair, a second request)
                 return  # tokens are not log lines
             elif ev.kind == "layer":
                 nb.layers[ev.layer] = (f"failed: {ev.text}" if ev.error
@@ -143,16 +223,38 @@ class ProgressBoard:
             elif ev.kind == "done" and ev.report is not None:
                 r = ev.report
                 nb.state = "graded" if r.status == "graded" else "error"
+                nb.ended = now if nb.started else 0.0
                 nb.score = (f"{round(r.score, 1):g} / {r.max_score:g}"
                             if r.score is not None else f"not graded: {r.error}")
             self._log.append(describe(ev))
             del self._log[:-self._log_lines]
 
+    def _mark_replies(self) -> None:
+        """Mark the model layers whose reply ended after their last token (under the
+        lock). A reply ends after its last token is sent, so one that ended since then
+        is this layer's (with several notebooks at once, the next token undoes a wrong
+        guess)."""
+        if self._replies is None:
+            return
+        writing = [(nb, layer) for nb in self._notebooks.values() if nb.state == "grading"
+                   for layer in ("L3", "L4")
+                   if layer in nb.last_token and layer not in nb.layers
+                   and layer not in nb.replied]
+        if not writing:
+            return
+        ended = list(self._replies())
+        for nb, layer in writing:
+            if any(lay == layer and at >= nb.last_token[layer] for lay, at in ended):
+                nb.replied.add(layer)
+                self._version += 1
+
     def snapshot(self) -> BoardSnapshot:
         with self._lock:
+            self._mark_replies()
             notebooks = tuple(replace(n, layers=dict(n.layers), streams=dict(n.streams),
-                                      tokens=dict(n.tokens))
+                                      tokens=dict(n.tokens), last_token=dict(n.last_token),
+                                      replied=set(n.replied))
                               for n in self._notebooks.values())
             done = sum(n.state in ("graded", "error") for n in notebooks)
             return BoardSnapshot(self._total, done, notebooks, tuple(self._log), self._version,
-                                 self._models)
+                                 self._models, self._clock())
