@@ -1,5 +1,5 @@
-"""Streamlit pieces the Grade and Review pages share: a job's live progress, a report's
-detail, downloads.
+"""Streamlit pieces the Grade and Review pages share: a report's detail, downloads
+(a job's live progress is app_pages/progress_view.py).
 
 Drawing only; the rows come from grader.views.reports.
 """
@@ -10,38 +10,41 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from app_pages.shared import get_store, get_workspace
 from grader.assignment import Assignment
 from grader.errors import InputError
 from grader.packages import install, status
 from grader.rubrics.schema import Rubric
-from grader.service.jobs import GradeJob
 from grader.service.workspace import Workspace
 from grader.types import GradeReport
+from grader.views.advisory import route_agreement, shown_notes
 from grader.views.model_state import model_states
 from grader.views.reports import (
     Reports,
+    cell_positions,
     criterion_rows,
     downloads,
     evidence_rows,
     layer_rows,
     model_rows,
     offline_markdown,
-    percent,
+    percent_text,
     points_text,
     request_rows,
 )
 
 
-def report_detail(r: GradeReport, key: str) -> None:
+def report_detail(r: GradeReport, key: str, notebook: bytes | None = None) -> None:
     """One student's grade: score, criteria with evidence, what the models said, the
-    measured requests, and each layer's run."""
+    measured requests, and each layer's run. ``notebook`` (the submission's bytes) names
+    the evidence's cells by number, as the letter and the notebook view do."""
     if r.status == "error":
         st.error(offline_markdown(f"{r.file}: not graded: {r.error}"))
         return
     c1, c2, c3 = st.columns([2, 1, 1])
-    pct = percent(r.score, r.max_score)
-    c1.metric("Score", points_text(r.score, r.max_score),
-              None if pct is None else f"{pct:g}%", delta_color="off", delta_arrow="off")
+    pct = percent_text(r.score, r.max_score)
+    c1.metric("Score", points_text(r.score, r.max_score), pct or None, delta_color="off",
+              delta_arrow="off")
     c2.metric("To review", len(r.needs_review), help="Criteria that need your review")
     c3.metric("Flags", len(r.flags))
     for f in r.flags:
@@ -50,13 +53,18 @@ def report_detail(r: GradeReport, key: str) -> None:
                                           "Requests", "Layers"])
     with crit:
         st.dataframe(criterion_rows(r), hide_index=True, width="stretch")
+        positions = cell_positions(notebook, r.file)
         for c in r.criteria:
             label = f"{c.id}: {round(c.points, 2):g} / {c.max_points:g}" + (" (review)"
                                                                    if c.needs_review else "")
             with st.expander(label):
-                st.dataframe(evidence_rows(r, c.id), hide_index=True, width="stretch")
+                st.dataframe(evidence_rows(r, c.id, positions), hide_index=True,
+                             width="stretch")
     with models:
-        states = model_states(r)
+        # an advisory route's notes are shown where it agrees with the checks, measured
+        # over the store's recent grades (grader.views.advisory)
+        routes = route_agreement(get_store())
+        states = model_states(r, routes)
         if states and all(m.state == "off" for m in states):
             st.info("The models were off when this was graded: no code analysis (L3) and "
                     "no written feedback (L4).")
@@ -64,7 +72,7 @@ def report_detail(r: GradeReport, key: str) -> None:
             for m in states:
                 {"failed": st.error, "off": st.info}.get(m.state, st.caption)(
                     offline_markdown(m.text))
-        rows = model_rows(r)
+        rows = model_rows(shown_notes(r, routes))
         if rows:
             st.caption("Written by a language model. Points come from the deterministic "
                        "checks; a model's judgement only flags disagreements or, for trusted "
@@ -86,50 +94,33 @@ def download_buttons(reports: Reports, title: str, stem: str, key: str,
                      hide_names: bool = False, rubric: Rubric | None = None,
                      files: Callable[[str], bytes | None] | None = None) -> None:
     """Canvas CSV, CSV, JSON and feedback ZIP; each file is made when its button is
-    clicked (``reports`` may be a function that loads them then). With names hidden,
-    the files carry pseudonyms and no ids, and the Canvas CSV says so before it is taken."""
+    clicked (``reports`` may be a function that loads them then). Each letter is written
+    against its own grade's assignment and rubric version, read from the store, whatever
+    ``title`` and ``rubric`` say (they serve only where they match the grades). With
+    names hidden, the files carry pseudonyms and no ids (nor the files' sha256), and the
+    Canvas CSV says so before it is taken."""
     if hide_names:
         st.warning("Names are hidden, so the downloads carry pseudonyms and no student ids. "
                    "Canvas matches rows by its ID column, which is empty here: it cannot "
                    "import this Canvas CSV. Turn **Hide student names** off in the sidebar "
                    "to download one it can import.")
-    made = downloads(reports, title, stem, rubric, files)
+    made = downloads(reports, title, stem, rubric, files, store=get_store(),
+                     titles=_titles(get_workspace()), hide_names=hide_names)
     for col, d in zip(st.columns(len(made)), made, strict=True):
         col.download_button(d.label, d.make, file_name=d.file_name, mime=d.mime,
                             key=f"{key}_{d.file_name}", on_click="ignore", help=d.help or None)
 
 
-def follow_job(job: GradeJob, hide_names: bool) -> None:
-    """Draw a running job live until it ends: progress, and each notebook's layers in
-    words. The models' raw text as it is decoded stays folded away in an expander.
-    Grades are saved by the job as they are made, so a redraw cut short (the user
-    leaves) loses nothing."""
-    verb = {"grade": "Grading", "regrade": "Regrading", "resume": "Resuming a batch"}.get(
-        job.kind, "Grading")
-    with st.status(f"{verb} for {job.assignment}...", expanded=True) as status:
-        bar = st.progress(0.0)
-        now_line = st.empty()
-        table = st.empty()
-        with st.expander("What the models are writing (raw, as decoded)"):
-            stream = st.empty()
-        version = -1
-        while True:
-            finished = job.finished  # read before the snapshot, so the last one is complete
-            snap = job.wait(version)
-            version = snap.version
-            bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks")
-            now_line.caption(snap.headline(hide_names))
-            table.dataframe(snap.rows(hide_names), hide_index=True, width="stretch")
-            now = snap.current()
-            if now is not None and now.streams:
-                stream.code("\n\n".join(f"[{layer}] ...{text}" for layer, text
-                                        in sorted(now.streams.items())), language="json")
-            if finished:
-                break
-        now_line.empty()
-        done = "Regraded" if job.kind == "regrade" else "Graded"
-        status.update(label=f"{done} {snap.done} of {snap.total} notebooks in "
-                            f"{job.result.seconds:.0f} s", state="complete", expanded=False)
+def _titles(workspace: Workspace) -> Callable[[str], str | None]:
+    """An assignment's title as the workspace knows it, read when a file is made."""
+    known: dict[str, str] = {}
+
+    def title(name: str) -> str | None:
+        if not known:
+            known.update({e.name: e.title for e in workspace.entries() if e.title})
+        return known.get(name)
+
+    return title
 
 
 def self_check(workspace: Workspace, assignment: Assignment) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.components import download_buttons, follow_job, report_detail
+from app_pages.components import download_buttons, report_detail
+from app_pages.progress_view import follow_job
 from app_pages.shared import (
     anonymous,
     get_client,
@@ -22,7 +23,7 @@ from app_pages.shared import (
 from grader.errors import GraderError
 from grader.exports.formats import feedback_stems
 from grader.layers.base import GradeOptions
-from grader.letters.build import letter_for, letter_markdown
+from grader.letters.build import letter_markdown
 from grader.letters.pdf import letter_pdf
 from grader.service.jobs import GradeJob, running_jobs, start_regrading
 from grader.service.review import (
@@ -32,11 +33,13 @@ from grader.service.review import (
     audit_rows,
     grade_rows,
     not_carried_lines,
+    override_saved,
     regrade,
     regrade_not_carried,
     regrade_rows,
     submission_cells,
 )
+from grader.views.downloads import grade_letter
 from grader.views.reports import diff_rows, offline_markdown, points_text, problem_lines
 
 IN_FORCE, ALL_VERSIONS = "in force", "all versions"
@@ -106,8 +109,8 @@ if current.missing:
         f"{len(current.missing)} student(s) have no grade under the rubric in force "
         f"({version_now}) yet, so no grade in force and no row in the downloads: "
         + "; ".join(f"{g.display_name or g.student_id or g.file} (newest grade: rubric "
-                    f"{g.rubric_version}, {'-' if g.score is None else f'{g.score:g}'} / "
-                    f"{g.max_score:g})" for g in current.missing)))
+                    f"{g.rubric_version}, {points_text(g.score, g.max_score)})"
+                    for g in current.missing)))
     if st.button(f"Grade them under the rubric in force ({len(current.missing)})",
                  key="review_regrade_missing", disabled=busy):
         _regrade([g.id for g in current.missing], False)
@@ -136,7 +139,7 @@ if rows:
             _regrade([g.id for g in rows], all_llm)
 if job is not None and job.assignment == name:
     if not job.finished:
-        follow_job(job, hidden)
+        follow_job(job, hidden, titles.get(name, ""))
         st.rerun()  # the listing above predates the new grades
     if job.result.error:
         st.error(f"The regrade stopped: {job.result.error}. Grades finished before are saved.")
@@ -166,7 +169,7 @@ with left:
     for c in cells:
         tag = {"student": "student", "modified": "student-edited template cell",
                "template": "template"}[c.origin]
-        st.caption(f"[{c.index}] {c.kind}, {tag}")
+        st.caption(f"Cell {c.number} ({c.kind}, {tag})")  # numbered as the letter does
         if c.kind == "markdown":
             with st.container(border=True):
                 st.markdown(offline_markdown(c.source))
@@ -178,7 +181,7 @@ with left:
                 st.image(png)
 with right:
     st.subheader(f"Grade {gid}")
-    report_detail(report, "review_detail")
+    report_detail(report, "review_detail", store.get_file(report.sha256))
 
     st.markdown("**Override a criterion**")
     who = st.text_input("Your name (for the audit trail)", key="review_who")
@@ -193,13 +196,16 @@ with right:
             o = store.override(gid, cid, float(points), reason, who)
         except GraderError as exc:
             st.error(f"Override not saved: {exc}")
-        else:
-            st.success(f"{o.criterion_id}: {o.old_points:g} -> {o.new_points:g} points.")
+        else:  # said after the redraw that shows the new points
+            st.session_state["review_saved"] = (gid, override_saved(o, store.get_grade(gid)))
             st.rerun()
+    saved = st.session_state.pop("review_saved", None)
+    if saved is not None and saved[0] == gid:
+        st.success(saved[1])
     trail = store.overrides(gid)
     if trail:
         st.markdown("**Audit trail**")
-        st.dataframe(audit_rows(trail), hide_index=True, width="stretch")
+        st.table(audit_rows(trail), hide_index=True)  # wraps: each reason in full
 
     st.markdown("**Regrade** with the rubric in force")
     r1, r2 = st.columns(2)
@@ -229,7 +235,7 @@ st.caption("What the student receives, as in the feedback downloads (PDF, Markdo
            "points with your overrides, what was done, what is missing and where, the next "
            "steps. Flags, review reasons, metrics and the notes of models not trusted to "
            "judge stay on your pages.")
-letter = letter_for(report, assignment.rubric, store.get_file(report.sha256), titles[name])
+letter = grade_letter(report, store, titles.get, assignment.rubric)  # its own rubric version
 with st.container(border=True):
     st.markdown(offline_markdown(letter_markdown(letter)))
 st.download_button("Download this letter (PDF)", lambda: letter_pdf(letter),

@@ -46,6 +46,11 @@ def _table(at):
     return at.dataframe[0].value
 
 
+def _audit(at):
+    """The audit trail: a table that wraps, so each reason is read in full."""
+    return next(t.value for t in at.table if "why" in t.value.columns)
+
+
 def test_lists_filters_and_shows_the_notebook_beside_the_grade(graded):
     at = open_app(PAGE)
     table = _table(at)
@@ -59,6 +64,7 @@ def test_lists_filters_and_shows_the_notebook_beside_the_grade(graded):
     captions = [c.value for c in at.caption]
     assert any("student" in c and "code" in c for c in captions)
     assert any("template" in c for c in captions)
+    assert any(c.startswith("Cell 1 (") for c in captions)  # numbered from 1, as the letter
     assert len(at.code) > 3
     assert at.image  # student044's stored plot is drawn too
 
@@ -72,7 +78,7 @@ def test_override_is_audited_and_changes_the_score(graded):
     at.text_input(key="review_ov_reason").set_value("checked by hand")
     _save_override(at)
     assert not at.exception, at.exception
-    audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
+    audit = _audit(at)
     assert list(audit["why"]) == ["checked by hand"]
     assert list(audit["who"]) == ["instructor-a"]
     assert audit["criterion"][0] == crit
@@ -181,7 +187,7 @@ def test_a_regrade_carries_overrides_and_names_those_it_cannot(graded, app_data)
     assert row["overrides"] == 1  # monthly-trend's override came along
     assert row["score"] == before - 2.0  # only the removed criterion's points are gone
     at.selectbox(key="review_grade").set_value(row["grade"]).run()
-    audit = next(d.value for d in at.dataframe if "why" in d.value.columns)
+    audit = _audit(at)
     assert list(audit["why"]) == ["plot checked by hand"]
     assert f"carried from grade {graded['student043']}" in audit["note"][0]
 
@@ -218,3 +224,84 @@ def re_unrounded(text: str) -> list[str]:
     import re
 
     return re.findall(r"\b\d+\.\d{2,}\s*/\s*\d+", text)
+
+
+# -- issue 22: what the instructor meets on the page ------------------------------------
+
+WHY = ("Off by one in the loading cell: the second file is read twice and the third never, "
+       "which the checks could not see; checked by hand against the data folder.")
+
+
+def test_a_saved_override_is_confirmed_and_its_reason_read_in_full(graded):
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student042"]).run()
+    at.text_input(key="review_who").set_value("instructor-a")
+    at.selectbox(key="review_ov_criterion").set_value("load-data")
+    at.number_input(key="review_ov_points").set_value(1.0)
+    at.text_input(key="review_ov_reason").set_value(WHY)
+    _save_override(at)
+    assert not at.exception, at.exception
+    said = [s.value for s in at.success]
+    assert any(s.startswith("Override saved: load-data 2 -> 1 points") and "19 / 20 (95%)" in s
+               for s in said), said
+    assert list(_audit(at)["why"]) == [WHY]  # the whole reason, not "Off…"
+    at.run()  # the confirmation is said once, not on every later redraw
+    assert not [s for s in at.success if s.value.startswith("Override saved")]
+
+
+def test_one_percentage_on_the_page_and_in_the_letter(graded, app_data):
+    store = Store(app_data / "grader.db")
+    try:  # 18.5 / 20 is 92.5%: half up, as the letter rounds it
+        store.override(graded["student042"], "load-data", 0.5, "half a point", "instructor-a")
+    finally:
+        store.close()
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student042"]).run()
+    row = _table(at).set_index("student").loc["student042"]
+    assert row["%"] == 93
+    score = next(m for m in at.metric if m.label == "Score")
+    assert score.value == "18.5 / 20"
+    assert score.delta == "93%"
+    assert "(93%)" in _letter(at)
+
+
+def test_the_notebook_and_the_letter_number_cells_alike(graded):
+    import re
+
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student043"]).run()
+    captions = [c.value for c in at.caption if re.match(r"Cell \d+ \(", c.value)]
+    numbers = [int(re.match(r"Cell (\d+)", c).group(1)) for c in captions]
+    assert numbers == list(range(1, len(numbers) + 1))
+    named = {int(n) for n in re.findall(r"\bcells? (\d+)", _letter(at))}
+    assert named
+    assert named <= set(numbers)
+    evidence = [c for d in at.dataframe if "seen" in d.value.columns
+                for c in d.value["cell"] if isinstance(c, str) and c]
+    assert evidence
+    assert {int(re.fullmatch(r"cell (\d+)", c).group(1)) for c in evidence} <= set(numbers)
+
+
+def test_the_layers_tab_shows_the_model_layers_real_seconds(graded, app_data):
+    from grader.types import LayerResult
+
+    store = Store(app_data / "grader.db")
+    try:  # as the model layers store it: seconds left at 0, the engine's in the details
+        gid = graded["student042"]
+        report = store.get_report(gid, overrides=False)
+        report.layers["L3"] = LayerResult("L3", details={"total_s": 74.2, "advisory": True,
+                                                         "parallel_wall_s": 75.0})
+        report.layers["L4"] = LayerResult("L4", details={"total_s": 12.5, "advisory": True,
+                                                         "parallel_wall_s": 75.0})
+        g = store.get_grade(gid)
+        store.save_grade(g.submission_id, g.rubric_version_id, report)
+    finally:
+        store.close()
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student042"]).run()
+    assert not at.exception, at.exception
+    layers = next(d.value for d in at.dataframe
+                  if "wall, with the other model layer (s)" in d.value.columns)
+    seconds = dict(zip(layers["layer"], layers["seconds"], strict=True))
+    assert seconds["L3"] == 74.2
+    assert seconds["L4"] == 12.5

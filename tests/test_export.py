@@ -11,6 +11,7 @@ from grader.exports.formats import (
     canvas_csv,
     feedback_html,
     feedback_markdown,
+    json_export,
     plain_csv,
     write_exports,
 )
@@ -70,7 +71,7 @@ def test_canvas_csv_blank_for_ungraded_never_zero():
 def test_plain_csv_has_criteria_columns():
     rows = list(csv.DictReader(io.StringIO(plain_csv([report("doejane", 3.0)]))))
     assert rows[0]["load"] == "3"
-    assert rows[0]["percent"] == "75.0"
+    assert rows[0]["percent"] == "75"  # whole, as the letter writes it
     assert rows[0]["flags"] == "stale_outputs"
 
 
@@ -104,3 +105,20 @@ def test_model_feedback_is_labelled_as_model_written():
     assert "with the help of a language model" in md
     assert "Next step: Plot the monthly trend next" in md
     assert "&lt;b&gt;" in feedback_html(r, "HW 1")
+
+
+def test_json_export_leaves_the_file_hash_out_when_names_are_hidden():
+    r = report("Student 001", 3.0)
+    r.sha256 = "ab" * 32
+    assert json.loads(json_export([r]))[0]["sha256"] == r.sha256
+    hidden = json_export([r], hide_names=True)
+    assert r.sha256 not in hidden
+    assert json.loads(hidden)[0]["sha256"] == ""
+    assert r.sha256 == "ab" * 32  # the report itself is left as it was
+
+
+def test_half_a_percent_rounds_up_in_the_csv_as_in_the_letter():
+    r = report("doejane", 3.3)  # 82.5% of 4 points (82.49999... in floats)
+    (row,) = csv.DictReader(io.StringIO(plain_csv([r])))
+    assert row["percent"] == "83"
+    assert "(83%)" in feedback_markdown(r, "HW 1")

@@ -11,6 +11,7 @@ import dataclasses
 import html
 import io
 import logging
+import math
 import re
 import zipfile
 from pathlib import Path
@@ -262,7 +263,9 @@ def test_points_are_rounded_as_the_rubric_writes_them(retail):
             got, full = SCORE.fullmatch(s.score).groups()  # type: ignore[union-attr]
             assert full == f"{s.max_points:.0f}"
             assert got == format_points(s.points, 0, s.max_points)
-        assert letter.percent == f"{round(100 * r.score / r.max_score)}%"
+        exact = 100 * r.score / r.max_score  # whole, half up, never 100 short of full
+        whole = min(math.floor(exact + 0.5), 99 if r.score < r.max_score else 100)
+        assert letter.percent == f"{max(whole, 1 if r.score > 0 else 0)}%"
 
 
 def test_point_formats():

@@ -3,7 +3,9 @@
 Each student's feedback is the letter of ``grader.letters.build`` (points, what was done,
 what is missing and where, the next step; nothing for the instructor only), as
 Markdown, HTML and PDF (``grader.letters.pdf``); student text is always escaped.
-Names come from the reports, so an anonymised batch exports pseudonyms only.
+Names come from the reports, so an anonymised batch exports pseudonyms only, and its
+JSON leaves out each file's sha256 (``hide_names``), which would name the student to
+whoever holds the file. Percentages are the letter's (``grader.letters.numbers``).
 
 Every export is text any UTF-8 writer takes (a lone surrogate that reached a
 report becomes U+FFFD, see ``grader.safe_text``), and files are named from
@@ -13,6 +15,7 @@ report becomes U+FFFD, see ``grader.safe_text``), and files are named from
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import zipfile
@@ -20,15 +23,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..letters.build import letter_for, letter_html, letter_markdown, student_name
+from ..letters.numbers import cell_name, cell_number, percent_text, whole_percent
 from ..letters.pdf import letter_pdf
 from ..rubrics.schema import Rubric
 from ..safe_text import STEM_LIMIT, file_stem, scrub, utf8
 from ..store.serialize import report_to_dict
 from ..types import GradeReport, Notebook
+from .basis import BasisOf, given_basis
+
+__all__ = ["canvas_csv", "cell_name", "cell_number", "feedback_html", "feedback_markdown",
+           "feedback_pdf", "feedback_stems", "feedback_zip", "json_export", "letter_for",
+           "percent_text", "plain_csv", "safe_stem", "student_name", "whole_percent",
+           "write_exports"]
 
 
 def _pct(r: GradeReport) -> str:
-    return "" if r.score is None or not r.max_score else f"{100 * r.score / r.max_score:.1f}"
+    """The percentage as the letter writes it, without the sign ("83")."""
+    return percent_text(r.score, r.max_score).removesuffix("%")
 
 
 def _fmt(x: float | None) -> str:
@@ -89,7 +100,11 @@ def plain_csv(reports: Sequence[GradeReport]) -> str:
     return scrub(buf.getvalue())
 
 
-def json_export(reports: Sequence[GradeReport]) -> str:
+def json_export(reports: Sequence[GradeReport], hide_names: bool = False) -> str:
+    """Every report in full. ``hide_names``: without each submission's sha256 too (the
+    hash of the original file names its student to whoever holds the file)."""
+    if hide_names:
+        reports = [dataclasses.replace(r, sha256="") for r in reports]
     return scrub(json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False))
 
 
@@ -114,10 +129,12 @@ def feedback_pdf(r: GradeReport, assignment_title: str, rubric: Rubric | None = 
     return letter_pdf(letter_for(r, rubric, notebook, assignment_title))
 
 
-def _feedback_files(r: GradeReport, title: str, rubric: Rubric | None,
+def _feedback_files(r: GradeReport, basis: BasisOf,
                     notebooks: Mapping[str, NotebookSource] | None) -> list[tuple[str, bytes]]:
-    """(extension, bytes) of one student's letter: PDF, Markdown and HTML."""
-    letter = letter_for(r, rubric, (notebooks or {}).get(r.sha256), title)
+    """(extension, bytes) of one student's letter: PDF, Markdown and HTML, written against
+    the report's ``basis`` (its assignment's title and the rubric it was graded under)."""
+    b = basis(r)
+    letter = letter_for(r, b.rubric, (notebooks or {}).get(r.sha256), b.title)
     return [("pdf", letter_pdf(letter)), ("md", utf8(letter_markdown(letter))),
             ("html", utf8(letter_html(letter)))]
 
@@ -147,13 +164,18 @@ def feedback_stems(reports: Sequence[GradeReport]) -> list[str]:
 
 def feedback_zip(reports: Sequence[GradeReport], assignment_title: str,
                  rubric: Rubric | None = None,
-                 notebooks: Mapping[str, NotebookSource] | None = None) -> bytes:
+                 notebooks: Mapping[str, NotebookSource] | None = None,
+                 bases: BasisOf | None = None) -> bytes:
     """Each student's letter in one ZIP: feedback/<student>.pdf, .md and .html.
-    ``notebooks`` (by the submission's sha256) name cells by position."""
+    ``notebooks`` (by the submission's sha256) name cells by position. ``bases`` (e.g.
+    ``StoredBases``) gives each report its own title and rubric; without it,
+    ``assignment_title`` and ``rubric`` serve, the rubric only for the reports graded
+    under that very version (``given_basis``)."""
+    basis = bases or given_basis(assignment_title, rubric)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for r, stem in zip(reports, feedback_stems(reports), strict=True):
-            for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
+            for ext, data in _feedback_files(r, basis, notebooks):
                 z.writestr(f"feedback/{stem}.{ext}", data)
     return buf.getvalue()
 
@@ -161,6 +183,7 @@ def feedback_zip(reports: Sequence[GradeReport], assignment_title: str,
 def write_exports(
     reports: Sequence[GradeReport], out_dir: Path, assignment_title: str,
     rubric: Rubric | None = None, notebooks: Mapping[str, NotebookSource] | None = None,
+    bases: BasisOf | None = None, hide_names: bool = False,
 ) -> list[Path]:
     """Write every export into ``out_dir`` (the letters as feedback/<student>.pdf, .md and
     .html); returns the files written. Raises ``OSError`` (naming the path) when the
@@ -172,12 +195,13 @@ def write_exports(
     for name, text in (
         ("canvas.csv", canvas_csv(reports, assignment_title)),
         ("grades.csv", plain_csv(reports)),
-        ("grades.json", json_export(reports)),
+        ("grades.json", json_export(reports, hide_names)),
     ):
         (out_dir / name).write_bytes(utf8(text))
         written.append(out_dir / name)
+    basis = bases or given_basis(assignment_title, rubric)
     for r, stem in zip(reports, feedback_stems(reports), strict=True):
-        for ext, data in _feedback_files(r, assignment_title, rubric, notebooks):
+        for ext, data in _feedback_files(r, basis, notebooks):
             path = fb / f"{stem}.{ext}"
             path.write_bytes(data)
             written.append(path)

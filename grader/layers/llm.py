@@ -141,6 +141,9 @@ class LLMLayers:
             out[name] = self._layer(name, answers, ctx, k)
         busy = sum(lr.details.get("total_s", 0.0) for lr in out.values())
         for lr in out.values():
+            # the layer's own time: its requests as the engine measured them (they ran
+            # beside the other layer's), else the wall of the two together
+            lr.seconds = float(lr.details.get("total_s") or wall)
             lr.details["parallel_wall_s"] = round(wall, 3)
             lr.details["parallel_efficiency"] = round(busy / wall, 3) if wall > 0 else 0.0
         return out

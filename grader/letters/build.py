@@ -10,7 +10,7 @@ makes the PDF). Rules:
   criterion with full points gets one line.
 - Points are rounded as the rubric writes its points (the decimals its values
   need, at most 2); a score short of full never shows as full, nor a non-zero one
-  as 0. The percentage is a whole number.
+  as 0. The percentage is a whole number, rounded half up (``grader.letters.numbers``).
 - A model's text appears only when its layer was trusted to judge
   (``details["advisory"] is False``), the notebook held no text aimed at the
   grader, the text is made of sentences, and, for the code model, its verdict
@@ -37,6 +37,7 @@ from ..safe_text import scrub, shown_name
 from ..scoring import DISAGREE, GATES, MANUAL
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
 from .checks import missing_names, read_check
+from .numbers import percent_text
 from .places import Places
 from .reading import Context, Reading
 from .render import letter_html, letter_markdown
@@ -90,12 +91,8 @@ def format_points(x: float, decimals: int, full: float) -> str:
 
 
 def percent(score: float, max_score: float) -> str:
-    pct = round(100 * score / max_score)
-    if score < max_score:
-        pct = min(pct, 99)
-    if score > 0:
-        pct = max(pct, 1)
-    return f"{pct}%"
+    """"83%": the one rule every page follows (``grader.letters.numbers``)."""
+    return percent_text(score, max_score)
 
 
 # --- model text -----------------------------------------------------------------------------

@@ -38,11 +38,37 @@ def read_check(ch: CheckResult, ctx: Context) -> Reading:
         return _hidden(ch)
     if ch.status != "ok":
         return Reading(unchecked=True)
+    if ch.check in NOT_RUN_WITHOUT_CODE and ch.message.startswith(NO_OWN_CODE):
+        return _no_own_code(ctx)
     reader = {"calls": _names, "assigns": _names, "output": read_output, "runs": _runs,
               "answer": _answer, "test": read_test, "value": read_value,
               "printed": read_printed, "plot": read_plot, "level": read_level,
               "code": read_code, "documented": read_documented, "ran": read_ran}.get(ch.check)
     return reader(ch, ctx) if reader is not None else _other(ch, ctx)
+
+
+# What layer 2 records for these checks when the notebook holds no code of the student's
+# own (the template, handed in as it came): nothing was run, so nothing can be rerun.
+NO_OWN_CODE = "not run: the notebook has no code of the student's own"
+NOT_RUN_WITHOUT_CODE = ("test", "value", "printed", "plot")
+
+
+def _no_own_code(ctx: Context) -> Reading:
+    """Empty work: what is missing (code of the student's own, and where), never "run
+    your code again"."""
+    question = ctx.spec.question.strip() if ctx.spec is not None else ""
+    if question:
+        cell = ctx.places.heading(question)
+        where = phrase(f" under “{cut(question, 80)}”", f" ({cell})" if cell else "")
+    elif ctx.task.strip():
+        where = ctx.part()
+    else:
+        where = phrase(" for this part")
+    return Reading(missing=[phrase("There is no code of your own", where, " yet: the "
+                                   "notebook has only the template's code, so there was "
+                                   "nothing of yours to check.")],
+                   steps=[phrase("Write the code this part asks for", where, ", then run the "
+                                 "whole notebook from top to bottom before you submit.")])
 
 
 def _hidden(ch: CheckResult) -> Reading:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..analysis.template import normalise_markdown
 from ..safe_text import scrub
 from ..types import Cell, Evidence, Notebook
+from .numbers import cell_name
 from .text import join_and
 
 _STABLE_ID = re.compile(r"cell(\d+)-[0-9a-f]{12}(?:-\d+)?")
@@ -27,7 +28,7 @@ def readable_id(cell_id: str) -> str:
     """A cell id as a student could recognise it, or "" for a random one (uuid, hex)."""
     m = _STABLE_ID.fullmatch(cell_id)
     if m:  # ids the loader gave cells that had none: "cell<index>-<hash>"
-        return f"cell {int(m.group(1)) + 1}"
+        return cell_name(int(m.group(1)))
     tokens = [t for t in re.split(r"[-_]", cell_id) if t]
     if not tokens or len(cell_id) > 40 or _HEX_RUN.search(cell_id):
         return ""
@@ -50,7 +51,7 @@ class Places:
         if self.notebook is not None:
             found = self.notebook.cell(cell_id)
             if found is not None:
-                return f"cell {found.index + 1}"
+                return cell_name(found.index)
         return readable_id(scrub(cell_id))
 
     def at(self, ev: Evidence) -> str:
@@ -98,7 +99,7 @@ class Places:
         for cells in (self._part(task), self.notebook.cells):
             found = [c for c in cells if assigns(c)]
             if found:
-                return f"cell {found[-1].index + 1}"
+                return cell_name(found[-1].index)
         return ""
 
     def _heading_cell(self, task: str) -> Cell | None:
@@ -124,7 +125,7 @@ class Places:
     def heading(self, task: str) -> str:
         """The cell holding the template heading ``task`` ("" when not found or not known)."""
         found = self._heading_cell(task)
-        return f"cell {found.index + 1}" if found is not None else ""
+        return cell_name(found.index) if found is not None else ""
 
 
 def _runs(numbers: list[int]) -> list[str]:

@@ -3,8 +3,10 @@
 The layer's message (``grader.layers.tests``) begins with what happened: "passed",
 "failed: <the assertion's message, the failing line or the error>", "timed out: ...",
 "the kernel died: ...". A failed test shows the message the instructor wrote for it
-(the rubric's ``message``), plainly; without one, what failed, quoted. Hidden tests
-never come here (``grader.letters.checks`` reads them as "one more check").
+(the rubric's ``message``), plainly; without one, what failed, quoted. A test that
+fails on the template's own stub (``NotImplementedError``) says the placeholder is
+still there; an empty notebook's "not run" is read in ``grader.letters.checks``.
+Hidden tests never come here (``grader.letters.checks`` reads them as "one more check").
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from .text import Code, Quote, cut, phrase
 __all__ = ["read_test"]
 
 _SECONDS = re.compile(r"within (\d+(?:\.\d+)?) s")
+# A template's stub left in place ("raise NotImplementedError()"): nothing of the
+# student's ran, so "run your code again" would be beside the point.
+_STUB = re.compile(r"\bNotImplementedError\b")
 
 
 def read_test(ch: CheckResult, ctx: Context) -> Reading:
@@ -26,6 +31,13 @@ def read_test(ch: CheckResult, ctx: Context) -> Reading:
         return Reading(done=[phrase("Your work passes the instructor's test ", name, ".")])
     said = " ".join(ctx.spec.message.split()) if ctx.spec is not None else ""
     what, _, detail = ch.message.partition(": ")
+    if what == "failed" and _STUB.search(detail):
+        where = ctx.part() if ctx.task.strip() else phrase(" in this part")
+        return Reading(missing=[phrase("The code", where, " is still the template's "
+                                       "placeholder (it raises ", Code("NotImplementedError"),
+                                       "), so the instructor's test ", name, " did not pass.")],
+                       steps=[phrase("Replace the placeholder", where, " with your own code, "
+                                     "then run the whole notebook from top to bottom.")])
     out = Reading(steps=[phrase("Run your code for this part again, compare its result with "
                                 "what the test expects, then rerun the whole notebook.")])
     if what == "timed out":

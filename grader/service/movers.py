@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from ..letters.numbers import percent_text
 from .rescore import RescorePreview, RescoreRow
 
 __all__ = ["ScoreMove", "mover_rows", "movers", "movers_summary", "score_text", "unmoved_line"]
@@ -46,6 +47,8 @@ def score_text(score: float, max_score: float, decimals: int = 0) -> str:
     pct = _percent(score, max_score)
     if pct is None:
         return f"{_pts(score)} / {_pts(max_score)}"
+    if decimals == 0:  # the letter's rule: never 100% short of full, nor 0% above nothing
+        return f"{_pts(score)} / {_pts(max_score)} ({percent_text(score, max_score)})"
     shown = Decimal(repr(pct)).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)
     return f"{_pts(score)} / {_pts(max_score)} ({shown}%)"
 

@@ -30,7 +30,7 @@ from ..pipeline import Grader
 from ..store.carry import CarryResult
 from ..store.database import GradeRow, OverrideRow, Store
 from ..types import GradeReport
-from ..views.reports import CellView, notebook_cells, percent, points_text
+from ..views.reports import CellView, notebook_cells, percent, percent_text, points_text
 from .batch import grade_batch
 from .jobs import JobResult, stored_input
 from .workspace import Workspace
@@ -167,7 +167,17 @@ def grade_rows(rows: Sequence[GradeRow]) -> list[dict[str, Any]]:
     } for r in rows]
 
 
+def override_saved(o: OverrideRow, grade: GradeRow) -> str:
+    """The confirmation of a saved override: the criterion's points before and after,
+    the reason, and the grade's new total ("... now 14 / 20 (70%)")."""
+    pct = percent_text(grade.score, grade.max_score)
+    return (f"Override saved: {o.criterion_id} {o.old_points:g} -> {o.new_points:g} points "
+            f"(why: {o.reason}). The grade is now {points_text(grade.score, grade.max_score)}"
+            + (f" ({pct})." if pct else "."))
+
+
 def audit_rows(trail: Sequence[OverrideRow]) -> list[dict[str, Any]]:
+    """The audit trail, oldest first, each entry's reason and note in full."""
     return [{"when": datetime.fromtimestamp(o.at).strftime("%Y-%m-%d %H:%M:%S"), "who": o.who,
              "criterion": o.criterion_id, "old": o.old_points, "new": o.new_points,
              "why": o.reason, "note": o.note} for o in trail]

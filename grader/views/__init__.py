@@ -4,7 +4,10 @@
 is a grading job's live board (each layer's state in words); ``model_state`` says what
 the model layers did for one grade; ``grading`` and ``model_timings`` are the
 Dashboard's grading section, read from the store; ``agreement`` compares the grader's
-scores with an instructor's (MAE, Pearson, Spearman, QWK).
+scores with an instructor's (MAE, Pearson, Spearman, QWK); ``advisory`` measures how
+often an advisory model route agrees with the checks and which of its notes to show;
+``grading_figure`` draws the Dashboard's grading chart; ``downloads`` makes the
+download files of a set of grades, each from its own assignment and rubric version.
 
 May import: errors, types, events, notebooks, analysis, rubrics, store, exports.
 """

@@ -1,9 +1,11 @@
 """Rows and files made from reports, for the app's Grade and Review pages.
 
 Presentation only, no Streamlit: plain rows with units in the column names, a
-diff of two reports, the notebook as cells labelled by who wrote them, and the
-download files. Model-written text is always labelled as such; numbers come
-from the reports (points) and the engine's measurements (tok/s, TTFT).
+diff of two reports, the notebook as cells labelled by who wrote them (numbered as
+the letter numbers them), and the download files (``grader.views.downloads``).
+Model-written text is always labelled as such; numbers come from the reports
+(points) and the engine's measurements (tok/s, TTFT); percentages are whole, as the
+letter writes them (``percent``).
 """
 
 from __future__ import annotations
@@ -11,28 +13,31 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.template import match_template
+from ..errors import NotebookError
 from ..exports.formats import (
-    canvas_csv,
+    cell_name,
+    cell_number,
     feedback_zip,
-    json_export,
-    plain_csv,
-    safe_stem,
+    percent_text,
     student_name,
+    whole_percent,
 )
 from ..notebooks.archive import InputProblem
-from ..notebooks.load import load_both
-from ..rubrics.schema import Rubric
-from ..types import GradeReport, Notebook
+from ..notebooks.load import load_both, load_notebook
+from ..types import GradeReport, LayerResult, Notebook
+from .downloads import Download, Reports, downloads
 
 
-def percent(score: float | None, max_score: float | None) -> float | None:
-    """The score in percent, one decimal; None when there is no score or no maximum."""
-    return None if score is None or not max_score else round(100 * score / max_score, 1)
+def percent(score: float | None, max_score: float | None) -> int | None:
+    """The score in whole percent, as the student's letter writes it (half up; never 100
+    short of full, nor 0 above nothing: ``grader.letters.numbers``); None when there is
+    no score or no maximum."""
+    return whole_percent(score, max_score)
 
 
 def problem_lines(problems: Sequence[InputProblem], hide_names: bool = False) -> list[str]:
@@ -72,18 +77,37 @@ def criterion_rows(r: GradeReport) -> list[dict[str, Any]]:
     } for c in r.criteria]
 
 
-def evidence_rows(r: GradeReport, criterion_id: str) -> list[dict[str, Any]]:
-    """What each check of a criterion found, and where (cell, line)."""
+def cell_positions(data: bytes | None, name: str) -> dict[str, int]:
+    """Each cell's id -> its 0-based position in the notebook ``data`` ({} without it or
+    when it does not read), so that evidence names cells as the letter does."""
+    if not data:
+        return {}
+    try:
+        return {c.id: c.index for c in load_notebook(data, name).cells}
+    except NotebookError:
+        return {}
+
+
+def evidence_rows(r: GradeReport, criterion_id: str,
+                  positions: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """What each check of a criterion found, and where (cell, line). With ``positions``
+    (``cell_positions``), the cell as the letter and the notebook view number it
+    ("cell 16"); else its id."""
     crit = next((c for c in r.criteria if c.id == criterion_id), None)
     if crit is None:
         return []
+    positions = positions or {}
+
+    def cell(cell_id: str | None) -> str | None:
+        return cell_name(positions[cell_id]) if cell_id in positions else cell_id
+
     rows = []
     for ch in crit.checks:
         for e in ch.evidence or (None,):
             rows.append({
                 "layer": ch.layer, "check": ch.check, "target": ch.target,
                 "share": round(ch.score, 3), "weight": ch.weight, "status": ch.status,
-                "message": ch.message, "cell": e.cell_id if e else None,
+                "message": ch.message, "cell": cell(e.cell_id) if e else None,
                 "line": e.line if e else None, "seen": e.text if e else "",
             })
     return rows
@@ -133,10 +157,33 @@ def request_rows(r: GradeReport) -> list[dict[str, Any]]:
     return rows
 
 
+def layer_seconds(lr: LayerResult) -> float:
+    """A layer's seconds as the report recorded them: its own ``seconds`` (L1, L2), and for
+    the model layers, which send their requests together and leave it at 0, the
+    engine-measured seconds of their requests (``details.total_s``), as on the Dashboard."""
+    if lr.seconds:
+        return lr.seconds
+    engine = lr.details.get("total_s")
+    if isinstance(engine, int | float) and not isinstance(engine, bool):
+        return float(engine)
+    start, end = lr.details.get("started_at"), lr.details.get("finished_at")
+    if isinstance(start, int | float) and isinstance(end, int | float) and end >= start:
+        return float(end - start)  # a failed request: how long it ran before it failed
+    return 0.0
+
+
 def layer_rows(r: GradeReport) -> list[dict[str, Any]]:
-    return [{"layer": name, "seconds": round(lr.seconds, 2), "checks": len(lr.checks),
+    """Each layer's run: its seconds (``layer_seconds``), and for the model layers sent
+    together the wall seconds of the pair."""
+    return [{"layer": name, "seconds": round(layer_seconds(lr), 2),
+             "wall, with the other model layer (s)": _wall(lr), "checks": len(lr.checks),
              "flags": len(lr.flags), "notes": "; ".join(lr.notes), "error": lr.error}
             for name, lr in r.layers.items()]
+
+
+def _wall(lr: LayerResult) -> float | None:
+    wall = lr.details.get("parallel_wall_s")
+    return round(float(wall), 2) if isinstance(wall, int | float) else None
 
 
 def diff_rows(old: GradeReport, new: GradeReport) -> list[dict[str, Any]]:
@@ -180,13 +227,23 @@ def points_text(points: float | None, max_points: float | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CellView:
-    index: int
+    index: int  # 0-based position; shown as ``number``, the letter's numbering
     kind: str  # code | markdown | raw
     source: str
     outputs: str  # the outputs as plain text
     origin: str  # "student", "modified" (template cell the student changed), "template"
     has_error: bool
     images: tuple[bytes, ...] = ()  # PNG outputs (plots), as stored in the notebook
+
+    @property
+    def number(self) -> int:
+        """The cell's number as the student's letter names it ("cell 16")."""
+        return cell_number(self.index)
+
+    @property
+    def name(self) -> str:
+        """"cell 16", as in the letter."""
+        return cell_name(self.index)
 
 
 MAX_IMAGES_PER_CELL = 4
@@ -248,53 +305,7 @@ def offline_markdown(text: str) -> str:
     return _MD_REF_IMAGE.sub(lambda m: f"`{m.group(0).strip()}`", text)
 
 
-Reports = Sequence[GradeReport] | Callable[[], Sequence[GradeReport]]
-
-
-@dataclass(frozen=True, slots=True)
-class Download:
-    """A download button's file, made when asked (``make``): a class's JSON is megabytes,
-    and a page should not build every file on every redraw."""
-
-    label: str
-    file_name: str
-    make: Callable[[], bytes]
-    mime: str
-    help: str = ""
-
-
-def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = None,
-              files: Callable[[str], bytes | None] | None = None) -> list[Download]:
-    """The files of the download buttons: Canvas CSV, full CSV, JSON, and the feedback
-    letters (one PDF, Markdown and HTML file per student, in one ZIP). ``reports`` may be
-    a function that loads them, called when a file is made. ``rubric`` (its point
-    precision) and ``files`` (a notebook's bytes by sha256, e.g. ``Store.get_file``) let
-    each letter name cells by position and under their heading."""
-    stem = safe_stem(stem)
-
-    def load() -> Sequence[GradeReport]:
-        return reports() if callable(reports) else reports
-
-    def letters() -> bytes:
-        shown = load()
-        notebooks = {} if files is None else {
-            r.sha256: data for r in shown if r.sha256 and (data := files(r.sha256)) is not None}
-        return feedback_zip(shown, title, rubric, notebooks)
-
-    return [
-        Download("Canvas CSV", f"{stem}-canvas.csv",
-                 lambda: canvas_csv(load(), title).encode(), "text/csv"),
-        Download("Grades CSV", f"{stem}-grades.csv", lambda: plain_csv(load()).encode(),
-                 "text/csv"),
-        Download("JSON", f"{stem}-grades.json", lambda: json_export(load()).encode(),
-                 "application/json"),
-        Download("Feedback letters (ZIP)", f"{stem}-feedback.zip",
-                 letters, "application/zip",
-                 "One letter per student: a PDF, the same in Markdown and in HTML."),
-    ]
-
-
-__all__ = ["CellView", "Download", "criterion_rows", "diff_rows",
-           "downloads", "evidence_rows", "feedback_zip", "layer_rows", "model_rows",
-           "notebook_cells", "offline_markdown", "percent", "points_text", "problem_lines",
-           "request_rows", "result_rows"]
+__all__ = ["CellView", "Download", "Reports", "cell_positions", "criterion_rows",
+           "diff_rows", "downloads", "evidence_rows", "feedback_zip", "layer_rows",
+           "layer_seconds", "model_rows", "notebook_cells", "offline_markdown", "percent",
+           "percent_text", "points_text", "problem_lines", "request_rows", "result_rows"]
