@@ -1,9 +1,12 @@
 """Dashboard: the engine's workers and remote servers (with their timeline, KV links and
 route decisions), the grading itself (notebooks per minute, seconds per notebook and
-layer, failed files, the queue), its measured speeds and latencies, the request history
-and the LLM layers' parallel efficiency per graded notebook, refreshed live (pausable); a
-test prompt through the disaggregated path. The numbers: ``inference.dashboard``,
-``inference.dashboard.servers``, ``grader.views.grading`` and ``grader.views.model_timings``."""
+layer, failed files, the queue; batches with and without the models apart), its measured
+speeds and latencies, the request history, the LLM layers' parallel efficiency per graded
+notebook and how often each advisory model agreed with the checks, refreshed live
+(pausable); a test prompt through the disaggregated path. The numbers:
+``inference.dashboard``, ``inference.dashboard.servers``, ``grader.views.grading``,
+``grader.views.model_timings`` and ``grader.views.advisory``. Every table goes through
+``readable``: a value not measured shows as a dash, never "None"."""
 
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ import streamlit as st
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.service.jobs import job_rows, running_jobs
 from grader.views import grading as grading
+from grader.views.advisory import MIN_AGREEMENT, agreement_rows, route_agreement
+from grader.views.grading_figure import rate_figure
 from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
 from inference.dashboard import requests as dash
 from inference.dashboard import servers as machines
-from inference.dashboard.rows import metrics_rows
+from inference.dashboard.failures import explain
+from inference.dashboard.rows import metrics_rows, readable
 from inference.types import WorkerHealth
 
 sidebar()
@@ -51,12 +57,15 @@ with st.expander("Send a test prompt"):
             capture = dash.StreamCapture(client.stream(request))
             st.write_stream(capture)
         except InferenceError as exc:
-            st.error(f"{type(exc).__name__}: {exc}")
+            failure = explain(f"{type(exc).__name__}: {exc}", role, grading=False)
+            st.error(failure.headline)
+            with st.expander("Details of the error"):
+                st.code(failure.details, language=None)
         else:
             if capture.result is not None:
                 if capture.result.parsed is not None:
                     st.json(capture.result.parsed)
-                st.dataframe(metrics_rows(capture.result.metrics), hide_index=True,
+                st.dataframe(readable(metrics_rows(capture.result.metrics)), hide_index=True,
                              width="stretch")
 
 
@@ -75,11 +84,10 @@ def workers_section(health: list[WorkerHealth]) -> None:
                 st.caption(f"{card.kind} worker · route {card.route} · model {card.model}"
                            + (f" · {card.detail}" if card.detail else ""))
                 st.metric("Last latency", card.last_latency)
-                m1, m2, m3 = st.columns(3)
-                m1.metric("Queue", card.queue)
-                m2.metric("Served", card.requests, help="Requests served since the "
-                                                        "app started")
-                m3.metric("Errors", card.errors)
+                # Counts as words on one line: three metrics side by side in a quarter of
+                # the page cut their labels ("Se…").
+                st.markdown(f"Queue **{card.queue}** · Served **{card.requests}** · "
+                            f"Errors **{card.errors}**")
 
 
 def servers_section() -> None:
@@ -101,10 +109,8 @@ def servers_section() -> None:
                     f"model {card.model_line}"
                     + (f" · {card.outstanding} of this app's requests there now"
                        if card.outstanding else "")))
-                m1, m2, m3 = st.columns(3)
-                m1.metric("Probe", card.probe_latency)
-                m2.metric("Slots busy", card.slots)
-                m3.metric("Queue", card.queue)
+                st.markdown(f"Probe **{card.probe_latency}** · Slots busy **{card.slots}** · "
+                            f"Queue **{card.queue}**")
                 st.metric("Prefill / decode", card.speeds)
                 if card.degraded_reason:
                     st.warning(machines.plain(card.degraded_reason))
@@ -120,38 +126,47 @@ def grading_section() -> None:
         st.info("No grades yet: grade notebooks on the Grade page. How fast they are "
                 "graded, each layer's seconds, failed files and the queue appear here.")
         return
-    for col, card in zip(st.columns(4), grading.metric_cards(view), strict=True):
-        col.metric(card.label, card.value, help=card.help)
+    cards = grading.metric_cards(view)
+    for i in range(0, len(cards), 4):  # four abreast at most: a narrower label is cut
+        for col, card in zip(st.columns(4), cards[i:i + 4], strict=False):
+            col.metric(card.label, card.value, card.note or None, "off", help=card.help,
+                       delta_arrow="off")
     if view.running or jobs or view.interrupted:
         st.markdown("**Queue**")
         if view.running:
             st.caption("Batches being graded now (by this app or another grader on the same "
                        "store): notebooks done, failed before grading, and left.")
-            st.dataframe(grading.queue_rows(view.running), hide_index=True, width="stretch")
+            st.dataframe(readable(grading.queue_rows(view.running)), hide_index=True,
+                         width="stretch")
         if jobs:
             st.caption("Grading jobs of this app: the files read so far and the notebooks "
                        "graded.")
-            st.dataframe(job_rows(jobs), hide_index=True, width="stretch")
+            st.dataframe(readable(job_rows(jobs)), hide_index=True, width="stretch")
         if view.interrupted:
             st.caption(f"{view.interrupted} interrupted batch(es) with notebooks left: resume "
                        "them on the Grade page.")
     if view.batches:
         st.markdown("**Last batches**")
         st.caption("Notebooks per minute over each batch's wall time, from its start to its "
-                   "last grade (to now while it runs).")
+                   "last grade (to now while it runs). Batches graded with the models (L3, "
+                   "L4) are far slower than those graded by the checks only: each is "
+                   "labelled, and their rates are never averaged together.")
         if any(b.rate.per_minute is not None for b in view.batches):
-            st.plotly_chart(grading.rate_figure(view.batches), key="dash_grading_rate")
-        st.dataframe(grading.batch_rows(view.batches), hide_index=True, width="stretch")
+            st.plotly_chart(rate_figure(view.batches), key="dash_grading_rate")
+        st.dataframe(readable(grading.batch_rows(view.batches)), hide_index=True,
+                     width="stretch")
     if view.layers:
         st.markdown("**Seconds per notebook, by layer**")
         st.caption("Over the newest graded notebooks. L2 is the run in the sandbox; the "
                    "model layers' seconds are the engine's measurement of their requests.")
-        st.dataframe(grading.layer_rows(view.layers), hide_index=True, width="stretch")
+        st.dataframe(readable(grading.layer_rows(view.layers)), hide_index=True,
+                     width="stretch")
     st.markdown("**Failed files**")
     if view.failed:
         st.caption("Newest first: notebooks graded without a score, and batch items that "
                    "failed before grading, with the reason.")
-        st.dataframe(grading.failed_rows(view.failed), hide_index=True, width="stretch")
+        st.dataframe(readable(grading.failed_rows(view.failed)), hide_index=True,
+                     width="stretch")
     else:
         st.caption("None recorded. (A file an upload could not read at all is named on the "
                    "Grade page, beside that upload's grades.)")
@@ -168,7 +183,7 @@ def timeline_section() -> None:
         return
     st.caption("Newest first: servers going down and up, circuits opening and closing, "
                "failovers (what failed and what served instead) and canary results.")
-    st.dataframe(machines.table(rows), hide_index=True, width="stretch")
+    st.dataframe(readable(machines.table(rows)), hide_index=True, width="stretch")
 
 
 def routing_section() -> None:
@@ -183,11 +198,11 @@ def routing_section() -> None:
     if links:
         st.caption("Per prefill -> decode pair: the bandwidth and latency measured on real "
                    "KV transfers.")
-        st.dataframe(machines.table(links), hide_index=True, width="stretch")
+        st.dataframe(readable(machines.table(links)), hide_index=True, width="stretch")
     st.caption(machines.decision_summary(decisions))
     if decisions:
-        st.dataframe(machines.table(machines.decision_rows(decisions)), hide_index=True,
-                     width="stretch")
+        st.dataframe(readable(machines.table(machines.decision_rows(decisions))),
+                     hide_index=True, width="stretch")
         if any(d.actual_s is not None for d in decisions):
             st.plotly_chart(machines.decision_figure(decisions), key="dash_decisions")
 
@@ -215,7 +230,8 @@ def requests_section() -> None:
         st.info("No request matches these filters.")
         return
     if view.measured:
-        st.dataframe(dash.summary_rows(view.summaries), hide_index=True, width="stretch")
+        st.dataframe(readable(dash.summary_rows(view.summaries)), hide_index=True,
+                     width="stretch")
         c1, c2 = st.columns(2)
         c1.plotly_chart(dash.throughput_figure(view.series), key="dash_throughput")
         c2.plotly_chart(dash.latency_figure(view.series), key="dash_latency")
@@ -224,7 +240,7 @@ def requests_section() -> None:
     st.subheader("Request history")
     st.caption(f"The newest {len(view.rows)} of {view.matched} matching requests "
                f"({view.total} recorded).")
-    st.dataframe(view.rows, hide_index=True, width="stretch")
+    st.dataframe(readable(view.rows), hide_index=True, width="stretch")
 
 
 def notebooks_section() -> None:
@@ -236,7 +252,21 @@ def notebooks_section() -> None:
     st.caption("Busy seconds of the L3 and L4 requests over their wall time: 1.0 when they "
                "ran one after the other, 2.0 when they overlapped fully.")
     st.plotly_chart(efficiency_figure(stats), key="dash_efficiency")
-    st.dataframe(stats_rows(stats), hide_index=True, width="stretch")
+    st.dataframe(readable(stats_rows(stats)), hide_index=True, width="stretch")
+
+
+def advisory_section() -> None:
+    stats = route_agreement(store)
+    if not stats:
+        return
+    st.subheader("Model notes: agreement with the checks")
+    st.caption("Per route: how often the model's verdict (code) or score (written answers) "
+               "agreed with what the checks gave, over the newest grades. An advisory "
+               f"model's notes are shown only when its route agrees on {MIN_AGREEMENT:.0%} "
+               "of the criteria or more, and then only the notes that are sentences agreeing "
+               "with the checks; otherwise: the bundled model is too small to judge this; "
+               "its notes are hidden. The points always come from the checks.")
+    st.dataframe(readable(agreement_rows(stats)), hide_index=True, width="stretch")
 
 
 @st.fragment(run_every=dash.run_every(live, seconds))
@@ -250,6 +280,7 @@ def live_view() -> None:
     grading_section()
     requests_section()
     notebooks_section()
+    advisory_section()
 
 
 live_view()

@@ -2,8 +2,10 @@
 version; import the old system's rubric files. (Session keys: ``rubrics_*``.)
 
 The tables and their validation are grader.rubrics.edit's, the preview grader.service.rescore's,
-the import's table app_pages.import_view's. An imported old-system rubric keeps the title
-of the rubric in force (the title field can change it).
+the import's table app_pages.import_view's. An imported old-system rubric takes the
+assignment's title, the one typed when it was made (the title field can change it); a
+rubric whose own title differs from the assignment's (a rubric JSON uploaded with a title
+of its own) says so, with a button that puts the assignment's title in the field.
 Every widget of the editor is keyed by its draft (``draft_key``: the assignment and a
 draft number): a browser keeps a widget's value for as long as its key lives, so
 shared keys would carry one assignment's title and placeholders into another's
@@ -169,7 +171,7 @@ with st.expander("Import a rubric file", expanded=draft["report"] is not None):
                 problems = exc.problems
             if got is not None and not problems:
                 what = "imported from the old system's" if got.imported else "loaded from"
-                report = (got.report.retitled(in_force.title, "the assignment's title")
+                report = (got.report.retitled(assignment.title, "the assignment's title")
                           if got.report else None)
                 draft = new_draft(name, report.rubric if report else got.rubric,
                                   f"the rubric {what} {up.name}", report)
@@ -188,7 +190,17 @@ criteria_rows, check_rows = rows_from_rubric(base)
 st.subheader("Criteria")
 st.caption(f"Editing {draft['source']}. Add rows at the bottom, delete with the row "
            "checkbox, reorder with the order column.")
-title = st.text_input("Title", value=base.title, key=draft_key(draft, "title"))
+title_key = draft_key(draft, "title")
+if title_key not in st.session_state:  # set here, not by value=, so the button may set it
+    st.session_state[title_key] = base.title
+if base.title != assignment.title and st.session_state[title_key] != assignment.title:
+    words, use = st.columns([4, 1], vertical_alignment="center")
+    words.info(f"This assignment is titled “{assignment.title}” (as typed when it was made); "
+               + (f"the rubric carries the title “{base.title}”, from the rubric file."
+                  if base.title else "the rubric has no title of its own."))
+    use.button("Use the assignment's title", key=f"rubrics_use_title_{draft['key']}",
+               on_click=st.session_state.__setitem__, args=(title_key, assignment.title))
+title = st.text_input("Title", key=title_key)
 criteria = st.data_editor(pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS).astype(
                               {"manual": "boolean"}),  # a new row may leave it empty
                           key=draft_key(draft, "criteria"), num_rows="dynamic", hide_index=True,

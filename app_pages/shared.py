@@ -21,6 +21,7 @@ from grader.service.workspace import Workspace
 from grader.store.database import Store
 from inference import DisaggregatedClient, load_config
 from inference.config import data_dir
+from inference.dashboard.failures import Failure, last_failure, load_failure
 from inference.warmup import Warmup
 
 
@@ -104,9 +105,18 @@ def sidebar() -> None:
 def _model_state() -> None:
     """The models' state in the sidebar; redrawn every 2 s while they load (a fragment:
     the page itself is not rerun, so no click of the instructor's is lost to it), and
-    the newest failed model request of the last minutes, said plainly."""
+    the newest failed model request of the last minutes, said plainly: words for the
+    instructor, the recorded error folded away in an expander."""
     warm = get_warmup()
-    (st.error if any(w.state == "failed" for w in warm.roles()) else st.caption)(
-        warm.summary())
-    if failure := warm.last_failure():
-        st.warning(failure)
+    if failed := load_failure(warm.roles()):
+        _failure(st.error, failed, "Details of the loading failure")
+    else:
+        st.caption(warm.summary())
+    if failure := last_failure(get_client().history):
+        _failure(st.warning, failure, "Details of the failed request")
+
+
+def _failure(box: Any, failure: Failure, label: str) -> None:
+    box(failure.headline)
+    with st.expander(label):
+        st.code(failure.details, language=None, wrap_lines=True)

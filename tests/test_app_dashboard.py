@@ -4,6 +4,7 @@ background, as in the app); only the test marked ``llm`` sends a prompt to a mod
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from grader.store.database import Store
-from grader.types import GradeReport, LayerResult
+from grader.types import CriterionResult, GradeReport, LayerResult
 from inference.metrics import MetricsHistory
 from inference.types import RequestMetrics
 from tests.conftest import open_app
@@ -60,7 +61,14 @@ def test_the_live_view_of_a_filled_history(app_data: Path):
     names = " ".join(m.value for m in at.markdown)
     for worker in ("code/prefill", "code/decode", "feedback/prefill", "feedback/decode"):
         assert f"**{worker}**" in names
-    assert {m.label for m in at.metric} >= {"Last latency", "Queue", "Served", "Errors"}
+    assert "Last latency" in {m.label for m in at.metric}
+    # The small counts are one line of words: as metrics three abreast in a quarter of the
+    # page their labels were cut ("Se…").
+    counts = [m.value for m in at.markdown if m.value.startswith("Queue **")]
+    assert len(counts) == 4
+    assert all(re.fullmatch(r"Queue \*\*\d+\*\* · Served \*\*\d+\*\* · Errors \*\*\d+\*\*", c)
+               for c in counts)
+    assert not {"Queue", "Served", "Errors"} & {m.label for m in at.metric}
     assert len(at.get("plotly_chart")) == 2  # throughput, latency
     history = table(at, "request")
     assert len(history) == 40  # the last hour: the two-day-old ones are outside
@@ -126,7 +134,11 @@ def test_a_bad_schema_is_an_error_and_is_recorded(app_data: Path):
     generate(at)
     assert not at.exception
     assert at.error
-    assert "SchemaError" in at.error[0].value
+    assert "the answer format could not be set up for this model" in at.error[0].value
+    assert "SchemaError" not in at.error[0].value  # the exception's name is in the details
+    details = [e for e in at.expander if e.label == "Details of the error"]
+    assert len(details) == 1
+    assert details[0].code[0].value.startswith("SchemaError")
     # The failed request is in the history, placed at the time it was recorded.
     history = table(at, "request")
     assert list(history["status"]) == ["error"]
@@ -134,7 +146,9 @@ def test_a_bad_schema_is_an_error_and_is_recorded(app_data: Path):
     at.text_area(key="dash_prompt_schema").set_value("{not json")
     generate(at)
     assert not at.exception
-    assert "not valid JSON" in at.error[0].value
+    assert "could not be sent to the model" in at.error[0].value
+    (details,) = [e for e in at.expander if e.label == "Details of the error"]
+    assert "not valid JSON" in details.code[0].value
 
 
 def llm_report(student: str, sha: str, eff: float) -> GradeReport:
@@ -184,4 +198,75 @@ def test_a_prompt_goes_through_the_disaggregated_path(app_data: Path):
     assert history["decode tokens"][0] > 0
     assert len(at.get("plotly_chart")) == 2
     # The cards count what the workers served: the prefill and the decode worker, once each.
-    assert sum(int(m.value) for m in at.metric if m.label == "Served") == 2
+    served = [int(n) for m in at.markdown for n in re.findall(r"Served \*\*(\d+)\*\*", m.value)]
+    assert sum(served) == 2
+
+
+RAW = ("OutputValidationError: model output is not valid JSON: Invalid control character at: "
+       "line 1 column 48")
+
+
+def test_the_sidebar_says_a_failed_request_in_words_with_the_details_folded(app_data: Path):
+    now = time.time()
+    h = MetricsHistory(app_data / "grader.db")
+    h.record(RequestMetrics(request_id="req-bad", role="feedback", route="feedback:r",
+                            started_at=now - 30, finished_at=now - 29, error=RAW))
+    h.close()
+    at = open_app(PAGE)
+    assert not at.exception
+    (warning,) = at.sidebar.warning
+    assert warning.value.startswith("A request to the feedback model")
+    assert "the model's answer was not in the form the grader asked for" in warning.value
+    assert "with the points from the checks alone" in warning.value  # what it means
+    assert "OutputValidationError" not in warning.value
+    assert "control character" not in warning.value
+    (details,) = [e for e in at.sidebar.expander if e.label == "Details of the failed request"]
+    assert RAW in details.code[0].value
+    assert "req-bad" in details.code[0].value
+
+
+
+def advisory_report(student: str, sha: str) -> GradeReport:
+    """The bundled model's notes as the instructor met them: "not met" on every
+    criterion, full marks included, and "strength: ); ; improve: 1.0"."""
+    route = "code:embedded/smollm2-135m"
+    criteria = [
+        CriterionResult("load", "Load the data", "code", 5.0, 5.0,
+                        model_notes={"verdict": "not met", "issue": "); ", "cells": ""}),
+        CriterionResult("plot", "Plot", "code", 5.0, 0.0,
+                        model_notes={"verdict": "not met", "issue": "No plot is drawn.",
+                                     "cells": ""}),
+        CriterionResult("q1", "Question 1", "written", 2.0, 2.0,
+                        model_notes={"score": "1.00", "strength": ");", "improve": "1.0",
+                                     "next_step": ""})]
+    details = {"advisory": True, "route": route, "output": {}}
+    return GradeReport(file=f"{student}.ipynb", sha256=sha, assignment="hw1",
+                       rubric_version="v1", status="graded", score=7.0, max_score=12.0,
+                       criteria=criteria,
+                       layers={"L3": LayerResult("L3", details=dict(details)),
+                               "L4": LayerResult("L4", details={**details,
+                                                                "route": "feedback:embedded"})})
+
+
+def test_the_dashboard_says_how_often_each_model_agreed_with_the_checks(app_data: Path):
+    with Store(app_data / "grader.db") as store:
+        a = store.upsert_assignment("hw1", "Homework 1", "python", "/srv/hw1")
+        rv = store.add_rubric_version(a, "v1", "{}")
+        for i in range(2):
+            sha = f"{i:064x}"
+            sub = store.add_submission(a, sha, f"student{i:03d}.ipynb", f"s{i}")
+            store.save_grade(sub, rv, advisory_report(f"student{i:03d}", sha))
+    at = open_app(PAGE)
+    assert not at.exception
+    assert "Model notes: agreement with the checks" in [h.value for h in at.subheader]
+    assert any("the bundled model is too small to judge this; its notes are hidden" in c.value
+               for c in at.caption)
+    routes = table(at, "agreed with the checks")
+    code = routes[routes["layer"] == "L3"].iloc[0]
+    assert code["route"] == "code:embedded/smollm2-135m"
+    assert (code["grades"], code["criteria judged"], code["agreed with the checks"]) == (2, 4, 2)
+    assert code["agreement"] == "50%"
+    assert code["its notes"] == "hidden"
+    assert code["notes that are sentences"] == "2 of 4"
+    written = routes[routes["layer"] == "L4"].iloc[0]
+    assert written["notes that are sentences"] == "0 of 2"

@@ -8,6 +8,8 @@ options; ``import_seed`` imports the old system's rubric files (``import_formats
 checks, ``import_credit`` partial-credit rules as levels) and ``import_items`` and
 ``import_notes`` say, item by item, what became of each; ``import_nbgrader`` and
 ``import_otter`` read nbgrader source notebooks and otter's OK-format tests the same way.
+``model_notes`` says whether a model's note on a criterion is well-formed and agrees with
+the criterion's checks (the pages and the letters both ask it).
 
-May import: errors, types, pyast.
+May import: errors, types, safe_text, pyast.
 """

@@ -9,7 +9,10 @@ wall time runs from its start to its last notebook graded, or to now while it ru
 a rate over several batches divides their notebooks by the union of their wall
 times, so the hours between two batches count for nothing and two batches graded
 side by side are not counted twice. The store records no resume time, so a batch resumed after an
-interruption counts the pause too. Layer seconds are the reports' own: each layer's
+interruption counts the pause too. Batches graded with the model layers (L3, L4) and
+without them ("checks only") run at rates minutes apart, so each rate is also given per
+mode (a batch's mode is its graded notebooks': one that ran a model layer, even one that
+failed, makes it "with models"). Layer seconds are the reports' own: each layer's
 ``seconds`` (L2: the run in the sandbox, its set-up included) and, for the model
 layers, which leave ``seconds`` at 0, the engine-measured ``details.total_s``.
 Nothing is estimated; where there is nothing to measure the value is None, never 0.
@@ -21,21 +24,19 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-
-import plotly.graph_objects as go
 
 from ..store.batch_owner import Owner, current_owner
 from ..store.database import Store
 from ..store.schema import anonymous_file
 from .progress import LAYER_TITLES, LAYERS
 
-__all__ = ["BatchStats", "FailedFile", "GradingView", "LayerSummary", "MetricCard", "Rate",
-           "batch_rows", "busy_seconds", "failed_rows", "grading_view",
-           "layer_rows", "metric_cards", "queue_rows", "rate_figure"]
+__all__ = ["CHECKS", "MODELS", "MODES", "MODE_WORDS", "BatchStats", "FailedFile",
+           "GradingView", "LayerSummary", "MetricCard", "Rate", "batch_rows", "busy_seconds",
+           "failed_rows", "grading_view", "layer_rows", "metric_cards", "queue_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,20 @@ WINDOW_S = 600.0  # the "recent" rate: the last ten minutes
 BATCHES = 10  # the last batches shown and rated together
 GRADES = 50  # the newest grades whose layer seconds are summarised
 FAILURES = 50  # the newest failed files listed
+MODELS, CHECKS = "with models", "checks only"
+MODES = (CHECKS, MODELS)
+MODE_WORDS = {MODELS: "with models (L3, L4)", CHECKS: "checks only (no models)"}
 
 _BATCH_SQL = """SELECT b.id, a.name,
   CASE WHEN b.status = 'running' AND b.interrupted_at IS NOT NULL THEN 'interrupted'
     ELSE b.status END,
   b.created_at, COUNT(i.id), COALESCE(SUM(i.status = 'done'), 0),
   COALESCE(SUM(i.status = 'error'), 0), COALESCE(SUM(i.status = 'pending'), 0),
-  MAX(CASE WHEN i.status = 'done' THEN i.updated_at END), b.owner
+  MAX(CASE WHEN i.status = 'done' THEN i.updated_at END), b.owner,
+  (SELECT json_type(g.report_json, '$.layers.L3') IS NOT NULL
+     OR json_type(g.report_json, '$.layers.L4') IS NOT NULL
+   FROM batch_items j JOIN grades g ON g.id = j.grade_id
+   WHERE j.batch_id = b.id AND j.status = 'done' AND g.status = 'graded' LIMIT 1)
 FROM batches b JOIN assignments a ON a.id = b.assignment_id
 LEFT JOIN batch_items i ON i.batch_id = b.id"""
 _LAYER_PATHS = [f"$.layers.{layer}.{key}" for layer in LAYERS
@@ -96,14 +104,19 @@ class BatchStats:
     pending: int
     grader: str  # "this process", or the pid and host of the one that grades it
     end_at: float | None  # the end of its wall time: now while it runs, else last_at
+    mode: str | None = None  # MODELS or CHECKS; None before a notebook is graded
 
     @property
     def rate(self) -> Rate:
         return Rate(self.done, _span(self.started_at, self.end_at))
 
+    @property
+    def mode_words(self) -> str:
+        return MODE_WORDS.get(self.mode or "", "none graded yet")
+
     def queue_row(self) -> dict[str, Any]:
         rate = self.rate
-        return {"batch": self.id, "assignment": self.assignment,
+        return {"batch": self.id, "assignment": self.assignment, "models": self.mode_words,
                 "started": _clock(self.started_at), "done": self.done,
                 "failed": self.failed, "pending": self.pending, "total": self.total,
                 "running for (s)": _round(rate.seconds, 0),
@@ -111,9 +124,9 @@ class BatchStats:
 
     def row(self) -> dict[str, Any]:
         rate = self.rate
-        return {"batch": self.id, "assignment": self.assignment, "state": self.status,
-                "started": _clock(self.started_at), "total": self.total, "done": self.done,
-                "failed": self.failed, "pending": self.pending,
+        return {"batch": self.id, "assignment": self.assignment, "models": self.mode_words,
+                "state": self.status, "started": _clock(self.started_at), "total": self.total,
+                "done": self.done, "failed": self.failed, "pending": self.pending,
                 "wall (s)": _round(rate.seconds if self.end_at else None, 1),
                 "notebooks / min": _round(rate.per_minute, 2), "grader": self.grader}
 
@@ -161,6 +174,8 @@ class GradingView:
     failed: list[FailedFile]  # newest first
     running: list[BatchStats]  # batches being graded now, oldest first
     interrupted: int  # batches stopped with notebooks left (resumable on the Grade page)
+    recent_by_mode: dict[str, Rate] = field(default_factory=dict)  # the modes graded in it
+    overall_by_mode: dict[str, Rate] = field(default_factory=dict)  # the modes of ``batches``
 
     @property
     def empty(self) -> bool:
@@ -175,27 +190,42 @@ class MetricCard:
     label: str
     value: str
     help: str
+    note: str = ""  # under the value: what it is of ("checks only (no models)")
 
 
 def _per_minute(rate: Rate, none: str) -> str:
     return none if rate.per_minute is None else f"{rate.per_minute:.2f}"
 
 
+def _rate_cards(label: str, total: Rate, by_mode: dict[str, Rate], none: str,
+                help_: str) -> list[MetricCard]:
+    """One card per mode when both were graded, else one card; each names its mode under
+    the value: a rate over batches with and without models together would mean nothing."""
+    modes = [m for m in MODES if m in by_mode]
+    if len(modes) < 2:
+        return [MetricCard(label, _per_minute(total, none), help_,
+                           MODE_WORDS[modes[0]] if modes else "")]
+    return [MetricCard(label, _per_minute(by_mode[m], none),
+                       f"{help_} Only the batches graded {MODE_WORDS[m]}.", MODE_WORDS[m])
+            for m in modes]
+
+
 def metric_cards(view: GradingView) -> list[MetricCard]:
-    """The section's headline numbers, in words where there is nothing to measure."""
+    """The section's headline numbers, in words where there is nothing to measure; the
+    rates per mode (with models, checks only) when both were graded."""
     sandbox = view.layer("L2")
     minutes = f"{view.window_s / 60:g}"
     n = len(view.batches)
     last = f"last {n} batch{'' if n == 1 else 'es'}" if n else "last batches"
     return [
-        MetricCard(f"Notebooks / min, last {minutes} min",
-                   _per_minute(view.recent, "none graded"),
-                   f"Notebooks graded in the last {minutes} minutes over the time batches "
-                   "were grading in them: idle time between batches is left out."),
-        MetricCard(f"Notebooks / min, {last}",
-                   _per_minute(view.overall, "no batches yet"),
-                   "Their notebooks over their wall time, each from its start to its last "
-                   "grade (to now while it runs); batches side by side count once."),
+        *_rate_cards(f"Notebooks / min, last {minutes} min", view.recent, view.recent_by_mode,
+                     "none graded",
+                     f"Notebooks graded in the last {minutes} minutes over the time batches "
+                     "were grading in them: idle time between batches is left out."),
+        *_rate_cards(f"Notebooks / min, {last}", view.overall, view.overall_by_mode,
+                     "no batches yet",
+                     "Their notebooks over their wall time, each from its start to its last "
+                     "grade (to now while it runs); batches side by side count once."),
         MetricCard("Sandbox s, median",
                    "no runs yet" if sandbox is None else f"{sandbox.median:.1f} s",
                    "Seconds per notebook in layer L2 (the run in the sandbox, set-up "
@@ -258,10 +288,12 @@ def _batches(store: Store, where: str, args: tuple, now: float) -> list[BatchSta
     rows = store._query(f"{_BATCH_SQL} {where}", args, "read the batches' progress")
     me = current_owner()
     out = []
-    for bid, name, status, started, total, done, failed, pending, last, owner in rows:
+    for bid, name, status, started, total, done, failed, pending, last, owner, models in rows:
         end = now if status == "running" else last
+        mode = None if models is None else MODELS if models else CHECKS
         out.append(BatchStats(int(bid), name, status, float(started), last, int(total),
-                              int(done), int(failed), int(pending), _grader(owner, me), end))
+                              int(done), int(failed), int(pending), _grader(owner, me), end,
+                              mode))
     return out
 
 
@@ -312,18 +344,33 @@ def grading_view(store: Store, now: float | None = None, anonymous: bool = False
                     (batches,), now)
     window = _batches(store, "GROUP BY b.id HAVING MAX(i.updated_at) >= ? OR "
                       "(b.status = 'running' AND b.interrupted_at IS NULL)", (since,), now)
-    marked = store._query("SELECT COUNT(*) FROM batch_items WHERE status = 'done' AND "
-                          "updated_at >= ?", (since,), "count the notebooks graded lately")
-    recent = Rate(int(marked[0][0]), busy_seconds(
-        ((b.started_at, b.end_at) for b in window if b.end_at is not None), since, now))
-    overall = Rate(sum(b.done for b in last), busy_seconds(
-        (b.started_at, b.end_at) for b in last if b.end_at is not None))
+    marked = dict(store._query(
+        "SELECT batch_id, COUNT(*) FROM batch_items WHERE status = 'done' AND updated_at >= ? "
+        "GROUP BY batch_id", (since,), "count the notebooks graded lately"))
+
+    def recent_rate(batches: list[BatchStats]) -> Rate:
+        return Rate(sum(marked.get(b.id, 0) for b in batches), busy_seconds(
+            ((b.started_at, b.end_at) for b in batches if b.end_at is not None), since, now))
+
+    def overall_rate(batches: list[BatchStats]) -> Rate:
+        return Rate(sum(b.done for b in batches), busy_seconds(
+            (b.started_at, b.end_at) for b in batches if b.end_at is not None))
+
+    def by_mode(batches: list[BatchStats], rate: Callable[[list[BatchStats]], Rate],
+                graded: Callable[[BatchStats], int]) -> dict[str, Rate]:
+        return {m: rate(mine) for m in MODES
+                if (mine := [b for b in batches if b.mode == m]) and sum(map(graded, mine))}
+
+    recent = Rate(sum(marked.values()), recent_rate(window).seconds)
+    overall = overall_rate(last)
     running = _batches(store, "WHERE b.status = 'running' GROUP BY b.id ORDER BY b.id", (), now)
     (count,) = store._query("SELECT COUNT(*) FROM grades", (), "count the grades")[0]
     view = GradingView(
         int(count), recent, window_s, last, overall, _layers(store, grades),
         _failed(store, failures, anonymous), [b for b in running if b.status == "running"],
-        sum(b.status == "interrupted" and b.pending > 0 for b in running))
+        sum(b.status == "interrupted" and b.pending > 0 for b in running),
+        by_mode(window, recent_rate, lambda b: marked.get(b.id, 0)),
+        by_mode(last, overall_rate, lambda b: b.done))
     log.debug("grading view: %d grades, %d batches, %d running", view.grades,
               len(view.batches), len(view.running))
     return view
@@ -343,18 +390,3 @@ def layer_rows(layers: Iterable[LayerSummary]) -> list[dict[str, Any]]:
 
 def failed_rows(failed: Iterable[FailedFile]) -> list[dict[str, Any]]:
     return [f.row() for f in failed]
-
-
-def rate_figure(batches: Sequence[BatchStats]) -> go.Figure:
-    """Notebooks per minute of each batch, oldest on the left."""
-    ordered = [b for b in reversed(batches) if b.rate.per_minute is not None]
-    fig = go.Figure(go.Bar(
-        x=[f"#{b.id} {b.assignment}" for b in ordered],
-        y=[b.rate.per_minute for b in ordered],
-        customdata=[[b.done, b.rate.seconds, b.status] for b in ordered],
-        hovertemplate="%{x}<br>%{y:.2f} notebooks / min<br>%{customdata[0]} notebooks in "
-                      "%{customdata[1]:.0f} s (%{customdata[2]})<extra></extra>"))
-    fig.update_layout(height=280, margin={"t": 30, "b": 20, "l": 10, "r": 10},
-                      yaxis={"title": "notebooks / min", "rangemode": "tozero"},
-                      xaxis={"type": "category"})
-    return fig

@@ -3,15 +3,19 @@
 A grade's page must not say "no model analysis (models off)" when a model failed:
 each layer is either off for this grade, failed (and why, in plain words, with the
 consequence: its criteria went to review, the points stand on the checks), advisory
-(its notes move nothing), or ran, with what it had to leave out of its prompt.
+(its notes move nothing, and show only where they are sentences that agree with the
+checks, from a route that agrees often enough: ``grader.views.advisory``), or ran, with
+what it had to leave out of its prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from ..types import GradeReport
+from .advisory import RouteAgreement, advisory_notes
 
 LAYER_WHAT = {"L3": "code analysis", "L4": "written feedback"}
 # Error types as the layers record them ("ContextOverflowError: ..."), in words.
@@ -34,10 +38,15 @@ class ModelState:
     text: str  # one sentence for the instructor
 
 
-def model_states(r: GradeReport) -> list[ModelState]:
-    """One state per model layer of ``r``; an empty list for a file that was not graded."""
+def model_states(r: GradeReport,
+                 routes: Iterable[RouteAgreement] | None = None) -> list[ModelState]:
+    """One state per model layer of ``r``; an empty list for a file that was not graded.
+    An advisory layer's state says how often its route agreed with the checks (``routes``:
+    measured over many grades, ``advisory.route_agreement``; else on ``r`` alone) and
+    whether its notes are shown or hidden."""
     if r.status != "graded":
         return []
+    advice = {a.layer: a for a in advisory_notes(r, routes)}
     out = []
     for name, what in LAYER_WHAT.items():
         lr = r.layers.get(name)
@@ -55,10 +64,13 @@ def model_states(r: GradeReport) -> list[ModelState]:
             continue
         cut = f" Left out to fit its prompt: {'; '.join(lr.notes)}." if lr.notes else ""
         if lr.details.get("advisory"):
+            a = advice.get(name)
+            told = "" if a is None else (f" Its route ({a.route}) {a.agreement.measured} "
+                                         f"over {a.over}: {a.outcome}.")
             out.append(ModelState(name, "advisory", f"{label}: written by a model this "
                                   "configuration does not trust to judge (can_judge = false): "
                                   "shown to you as notes, never to the student, and it moves "
-                                  f"no points.{cut}"))
+                                  f"no points.{told}{cut}"))
         else:
             out.append(ModelState(name, "ran", f"{label}: ran on a model trusted to judge; "
                                   "what it wrote may reach the student's letter, labelled as "

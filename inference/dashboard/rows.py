@@ -1,12 +1,15 @@
 """Rows for tables: health and metrics as the app and the CLI show them.
 
 Presentation only: plain rows with units in the column names, so the pages
-stay thin and the numbers are formatted the same everywhere.
+stay thin and the numbers are formatted the same everywhere. A value that is not
+there is ``None`` in the rows (never 0); ``readable`` makes it a dash for a table,
+which would otherwise print "None" in the cell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..types import RequestMetrics, WorkerHealth
@@ -42,3 +45,31 @@ def history_rows(items: Iterable[RequestMetrics]) -> list[dict[str, Any]]:
         row = {"request": m.request_id, "role": m.role, **row, "error": m.error}
         rows.append(row)
     return rows
+
+
+MISSING = "—"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
+
+
+def readable(rows: Iterable[Mapping[str, Any]], missing: str = MISSING) -> list[dict[str, Any]]:
+    """The rows as a table shows them: no ``None`` (nor NaN, nor an absent key) left in a
+    cell. A column with one becomes text, its values written as they are ("0.41", "12",
+    "yes") and the missing ones as ``missing``; the other columns keep their type."""
+    out = [dict(r) for r in rows]
+    for column in dict.fromkeys(k for r in out for k in r):
+        if any(_missing(r.get(column)) for r in out):
+            for r in out:
+                value = r.get(column)
+                r[column] = missing if _missing(value) else _text(value)
+    return out
