@@ -1,7 +1,7 @@
 """Balanced routing (issue 23): N requests at once over two prefill and two decode
 servers, through the router, against the best static split of the same requests.
 
-    .venv/bin/python -m bench.balance --quick     # ~1 minute on 2 cores (bench.remote runs it too)
+    .venv/bin/python -m bench.balance --quick     # ~1 minute on 2 cores
 
 Four ``python -m inference.server`` processes on 127.0.0.1 (SmolLM2, one thread each,
 prefix reuse off), one client with a ``kvserver`` route over them (``handoff =

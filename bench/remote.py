@@ -22,7 +22,8 @@ Prints progress to stderr and, as the last line of stdout, one JSON object:
   kill -> the client has the server down, and ``failover_down_by`` why.
   ``failover_busy_*``: the same again, with one more decode server, while a process of
   ours spins on one core.
-- ``balance_share_max``, ``balance_makespan_ratio``: see bench/balance.py.
+- The balance of requests over 2 + 2 servers: ``python -m bench.balance`` (it builds on
+  this module's servers and client).
 - ``route_regret``: total time of the routes the router chose / total time of the best
   route in hindsight, over prompt lengths x link speeds (a throttling proxy between the
   prefill and the decode server; the decode server prefills at half speed, as a laptop
@@ -329,10 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         out.update(bench_routing(Path(tmp), lengths, rates))
         log.info("two roles through four servers...")
         out.update(bench_parallel(Path(tmp)))
-        log.info("balance: requests at once over 2 + 2 servers...")
-        from .balance import bench_balance  # it builds on this module's helpers
 
-        out.update(bench_balance(Path(tmp), 8 if args.quick else 16, 2 if args.quick else 3))
     out["bench_seconds"] = time.perf_counter() - t_start
     emit(out, args.json)
     return 0

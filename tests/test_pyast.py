@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import threading
+import time
 
 import pytest
 
@@ -40,6 +41,9 @@ def test_many_threads_parsing_while_finalizers_run_never_fail():
                 a, b = Finalised(), Finalised()
                 a.other, b.other = b, a  # cycles: collected by the gc, finalizers run
             del a, b
+            # Bounded: while a parse holds the collector off, this garbage waits; unpaced,
+            # a slow machine piled up 24 GB of it (the CI's OOM killer ended the run).
+            time.sleep(0.002)
 
     def ours() -> None:
         try:
