@@ -9,9 +9,11 @@ always``). The same N requests (~300 prompt tokens, 32 tokens each) are sent at 
 twice per round, alternating which goes first: through the router (``generate_many``),
 and split statically, each request pinned to one of the four pairs in turn (p1->d1,
 p2->d2, p1->d2, p2->d1: every server gets N/2). Figures (medians over the rounds):
-- ``balance_share_max``: the busiest server's share of its role's work (prefill or
-  decode seconds, from the servers' own metrics) over its fair share (1/2): 1.0 is even,
-  target <= 1.3; ``balance_requests``: how many requests each server served;
+- ``balance_share_max``: the busiest server's share of its role's work (the tokens it
+  prefilled or decoded, from the servers' own metrics) over its fair share (1/2): 1.0
+  is even, target <= 1.3. Tokens, not seconds: a decode server that batched four replies
+  reports each reply's whole wall time, so its seconds add up to about four times the
+  work it did; ``balance_requests``: how many requests each server served;
 - ``balance_makespan_ratio``: the router's wall time over the static split's, target
   <= 1.2.
 """
@@ -74,8 +76,8 @@ def _shares(results: list) -> tuple[float, dict[str, int]]:
     served: Counter[str] = Counter()
     for r in results:
         m = r.metrics
-        work["prefill"][m.prefill_worker] += m.prefill_seconds
-        work["decode"][m.decode_worker] += m.decode_seconds
+        work["prefill"][m.prefill_worker] += m.prefill_tokens
+        work["decode"][m.decode_worker] += m.decode_evals or m.decode_tokens
         served[m.prefill_worker] += 1
         served[m.decode_worker] += 1
     worst = 0.0

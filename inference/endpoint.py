@@ -116,6 +116,8 @@ class ServerStatus:
     queue_depth: int = 0
     prefill_tps: float = 0.0
     decode_tps: float = 0.0
+    # tokens per second across a batching server's batch (0: not reported or not batched)
+    decode_batch_tps: float = 0.0
     identity: dict[str, Any] = field(default_factory=dict)
 
 

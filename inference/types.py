@@ -161,6 +161,7 @@ class RequestMetrics:
     decode_evals: int = 0  # single-token evaluations on the decode side (llama.cpp's count)
     decode_seconds: float = 0.0
     decode_batch: int = 0  # most sequences decoded together during the reply (batched decode)
+    decode_width: float = 0.0  # sequences per step on average during the reply (0: not batched)
     queue_seconds: float = 0.0
     handoff_seconds: float = 0.0
     kv_bytes: int = 0

@@ -16,8 +16,9 @@ running replies go on decoding.
 The step loop runs in a thread of its own, holding one ``ThreadBudget`` slot while any
 sequence is active; a caller's thread waits for its reply. A request's ``decode_seconds``
 is the wall time of the steps it was part of, ``decode_evals`` their number, and
-``decode_batch`` the most sequences decoded together during its reply: what the request
-saw, not a share of what the batch did.
+``decode_batch`` the most sequences decoded together during its reply and
+``decode_width`` how many on average: what the request saw, not a share of what the
+batch did (its rate times its width is the server's throughput while it decoded).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class _Seq:
     joined: float = 0.0
     steps: int = 0
     widest: int = 0
+    shared: int = 0  # sequences of every step it was part of, itself included
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -276,6 +278,7 @@ class BatchDecoder:
             seq.position += 1
             seq.steps += 1
             seq.widest = max(seq.widest, len(active))
+            seq.shared += len(active)
             seq.handle.metrics.decode_seconds += spent
             if not seq.reply.push(seq.token):
                 self._finish(seq)
@@ -289,6 +292,7 @@ class BatchDecoder:
             self._ctx.drop(seq.slot)
         m = seq.handle.metrics
         m.decode_evals, m.decode_batch = seq.steps, seq.widest
+        m.decode_width = seq.shared / seq.steps if seq.steps else 0.0
         m.threads = self._budget.share()
         seq.sampler.close()
         if error is None:

@@ -66,6 +66,8 @@ class ServerState:
     degraded_reason: str
     request_latency_s: float | None = None  # EWMA of successful real requests
     pending_s: float = 0.0  # predicted seconds of this client's work in flight there
+    # this client's requests there when ``status`` was read: its queue_depth counted them
+    status_outstanding: int = 0
 
     @property
     def name(self) -> str:
@@ -101,6 +103,7 @@ class _Entry:
     last_error: str = "not probed yet"
     last_error_at: float | None = None
     outstanding: int = 0
+    status_outstanding: int = 0
     pending_s: float = 0.0
     requests: int = 0
     errors: int = 0
@@ -218,6 +221,7 @@ class HealthMonitor:
             entry.last_probe = probe
             if probe.status is not None:
                 entry.status = probe.status
+                entry.status_outstanding = entry.outstanding
             entry.slow_run = entry.slow_run + 1 if probe.slow and not probe.ok else 0
             if probe.ok:
                 entry.base = "up"
@@ -375,5 +379,6 @@ class HealthMonitor:
             last_error=entry.last_error, last_error_at=entry.last_error_at, since=entry.since,
             outstanding=entry.outstanding, requests=entry.requests, errors=entry.errors,
             status=entry.status, degraded_reason=entry.degraded_reason,
-            request_latency_s=entry.latency_s, pending_s=entry.pending_s)
+            request_latency_s=entry.latency_s, pending_s=entry.pending_s,
+            status_outstanding=entry.status_outstanding)
 

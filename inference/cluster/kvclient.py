@@ -153,7 +153,8 @@ class KVServerTransport(Transport):
             n_ctx=int(d.get("n_ctx") or 0), slots_total=int(d.get("slots_total") or 0),
             slots_busy=int(d.get("slots_busy") or 0), queue_depth=int(d.get("queue_depth") or 0),
             prefill_tps=float(d.get("prefill_tps") or 0.0),
-            decode_tps=float(d.get("decode_tps") or 0.0), identity=dict(ident))
+            decode_tps=float(d.get("decode_tps") or 0.0),
+            decode_batch_tps=float(d.get("decode_batch_tps") or 0.0), identity=dict(ident))
 
     # -- requests ---------------------------------------------------------------
     def prefill(self, request: GenerationRequest) -> RemotePrefill:

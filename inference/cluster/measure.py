@@ -5,6 +5,7 @@ speed and KV load rate."""
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections import deque
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 
 from ..endpoint import ServerStatus
 from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 PREFILL_BUCKETS = (256, 512, 1024, 2048, 4096, 8192)  # prompt-length bucket bounds
 
@@ -32,7 +35,9 @@ class LinkEstimate:
 class LinkTable:
     """Per (source, destination): the recent transfers and a weighted least-squares
     fit of ``seconds = t0 + nbytes / bandwidth`` (newer samples weigh more, so the
-    estimate follows a link that changes, like an EWMA). Thread-safe."""
+    estimate follows a link that changes, like an EWMA). ``on_record(src, dst, nbytes,
+    seconds, at)``, when set, is told each transfer (the cluster journal); an exception
+    there is logged, never raised into the request. Thread-safe."""
 
     def __init__(self, window: int = 16, decay: float = 0.8, min_spread: float = 1.5,
                  clock: Callable[[], float] = time.time) -> None:
@@ -42,6 +47,7 @@ class LinkTable:
         self._clock = clock
         self._samples: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}
         self._lock = threading.Lock()
+        self.on_record: Callable[[str, str, float, float, float], None] | None = None
 
     def record(self, src: str, dst: str, nbytes: float, seconds: float) -> None:
         if not nbytes > 0 or not seconds > 0:
@@ -49,7 +55,13 @@ class LinkTable:
                              f"not {nbytes!r} bytes in {seconds!r} s")
         with self._lock:
             samples = self._samples.setdefault((src, dst), deque(maxlen=self._window))
-            samples.append((float(nbytes), float(seconds), self._clock()))
+            at = self._clock()
+            samples.append((float(nbytes), float(seconds), at))
+        if (hook := self.on_record) is not None:
+            try:
+                hook(src, dst, float(nbytes), float(seconds), at)
+            except Exception:  # a journal must not break a request
+                log.exception("link table hook failed for %s -> %s", src, dst)
 
     def estimate(self, src: str, dst: str) -> LinkEstimate | None:
         with self._lock:
@@ -89,7 +101,12 @@ def _fit_link(samples: Sequence[tuple[float, float, float]], decay: float,
 
 class SpeedTable:
     """Measured engine speeds per server: prefill tok/s per prompt-length bucket
-    (prefill slows with length), decode tok/s, and KV load bytes/s; EWMAs. A server's
+    (prefill slows with length), decode tok/s, and KV load bytes/s; EWMAs. Decode is
+    the server's throughput: a reply that shared its steps with others (continuous
+    batching, ``width`` sequences per step on average) counts at its own rate times
+    that width, since the server decoded the others at the same time. Measured per
+    reply alone, a server that batched four replies looked four times slower than one
+    that decoded one, and the router sent it nothing more (issue 23). A server's
     own ``ServerStatus`` speeds (its recent ones, re-read at every probe) seed it until
     something is measured, and a measurement fades back towards them with age
     (``half_life_s``): a server measured slow once, while it was busy, is not judged
@@ -118,7 +135,8 @@ class SpeedTable:
         keep the seed it had."""
         with self._lock:
             old = self._seeds.get(server, (0.0, 0.0))
-            self._seeds[server] = (status.prefill_tps or old[0], status.decode_tps or old[1])
+            decode = status.decode_batch_tps or status.decode_tps
+            self._seeds[server] = (status.prefill_tps or old[0], decode or old[1])
 
     def record_prefill(self, server: str, tokens: int, seconds: float) -> None:
         rate = _rate(tokens, seconds)
@@ -127,8 +145,11 @@ class SpeedTable:
             key = self.bucket(tokens)
             buckets[key] = self._ewma(buckets.get(key), rate)
 
-    def record_decode(self, server: str, tokens: int, seconds: float) -> None:
-        rate = _rate(tokens, seconds)
+    def record_decode(self, server: str, tokens: int, seconds: float,
+                      width: float = 1.0) -> None:
+        """One reply's decode; ``width``: sequences per step on average while it
+        decoded (1 when the server decoded it alone)."""
+        rate = _rate(tokens, seconds) * max(1.0, width)
         with self._lock:
             self._decode[server] = self._ewma(self._decode.get(server), rate)
 

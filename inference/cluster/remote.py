@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, KVIncompatibleError, KVTransferError
 from ..types import GenerationRequest, GenerationResult
+from .backlog import DecodeBacklog
 from .kvclient import KVServerTransport
 from .pooled import EmitGuard, Option, PooledBackend, ServerFailure, affinity_key
 from .routing import spread
@@ -108,17 +109,19 @@ class KVServerBackend(_SinglePool):
         self._plan_lock = threading.Lock()
         self._planned: dict[str, float] = defaultdict(float)
         self._local = threading.local()  # .held: this thread's reservations in serve()
+        self._backlog = DecodeBacklog()  # .sent: this thread's entries there
 
     def serve(self, request: GenerationRequest,
               on_token: Any = None) -> GenerationResult:
         with self._lock:
             self._serving += 1
-        self._local.held = []
+        self._local.held, self._local.sent = [], []
         try:
             return super().serve(request, on_token)
         finally:
             self._release(self._local.held)
-            self._local.held = None
+            self._backlog.remove(self._local.sent)
+            self._local.held = self._local.sent = None
             with self._lock:
                 self._serving -= 1
 
@@ -166,13 +169,18 @@ class KVServerBackend(_SinglePool):
                 cl.speeds.seed(s.endpoint.name, s.status)
         cached = {n: self._cached_estimate(n, key, n_tokens) for n in set(prefillers + decoders)}
         held = getattr(self._local, "held", None)  # a list inside serve(): plan for real
+        sent = getattr(self._local, "sent", None)
         with self._plan_lock:
             self._release(held)  # planning again after a failure: the old plan is void
+            self._backlog.remove(sent)
             queue = {s.endpoint.name: _wait_s(s) + self._planned[s.endpoint.name]
                      for s in usable}
+            backlog = {s.endpoint.name: [*self._backlog.view(s.endpoint.name),
+                                         (0.0, _others_s(s))]
+                       for s in usable if s.endpoint.can_decode}
             args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders,
                     cached, queue)
-            ranked = cl.cost.options(*args)
+            ranked = cl.cost.options(*args, backlog=backlog)
             turn = max(0, self._serving - 1)  # the others planned or served beside this
             if policy == "always":  # the instructor's topology first, the router's order
                 ranked.sort(key=lambda o: o.method != "ship")
@@ -180,8 +188,10 @@ class KVServerBackend(_SinglePool):
                 first = ranked[0]
                 cl.cost.record_decision(first, tuple(o for o in ranked if o is not first))
             else:
-                first = cl.cost.choose(*args, turn=turn)
+                first = cl.cost.choose(*args, turn=turn, backlog=backlog)
             reservation = self._reserve(_work(first)) if held is not None else None
+            if sent is not None:
+                sent.append(self._backlog.add(first.decode, *_decode_part(first)))
         if reservation is not None:
             held.append(reservation)
         out: list[Option] = []
@@ -345,14 +355,33 @@ def _work(ro: Any) -> dict[str, float]:
     return {ro.decode: parts.get("prefill", 0.0) + parts.get("decode", 0.0)}
 
 
+def _decode_part(ro: Any) -> tuple[float, float]:
+    """When a route option's decode can start on its decode server (seconds from now)
+    and the seconds it takes there: after the KV's arrival for ship, after its wait for
+    a server that prefills itself (the prefill is then its work too)."""
+    parts = ro.parts
+    if ro.method == "ship":
+        ready = sum(parts.get(k, 0.0) for k in ("wait", "prefill", "link_latency", "transfer"))
+        return ready, parts.get("load", 0.0) + parts.get("decode", 0.0)
+    return parts.get("wait", 0.0), parts.get("prefill", 0.0) + parts.get("decode", 0.0)
+
+
+def _others_s(state: Any) -> float:
+    """Seconds of other clients' requests queued on a server (its ``queue_depth``
+    beyond ours when it said it), each at its measured request time."""
+    others = max(0, (state.status.queue_depth if state.status else 0)
+                 - state.status_outstanding)
+    return others * (state.request_latency_s or 1.0)
+
+
 def _wait_s(state: Any) -> float:
     """Seconds a new request would wait on a server: the work this client predicted for
     its requests there, plus the requests of other clients queued on it (its
-    ``queue_depth`` beyond ours), each at its measured request time."""
-    ours = state.outstanding
-    others = max(0, (state.status.queue_depth if state.status else 0) - ours)
-    each = state.request_latency_s or 1.0
-    return state.pending_s + others * each
+    ``queue_depth`` beyond ours), each at its measured request time. Ours are counted
+    as they were when the server said its queue: compared with ours now, a queue read
+    during the last batch stayed as other clients' work after that batch ended, and a
+    server looked 15 s busy for a whole round of ``bench.balance``."""
+    return state.pending_s + _others_s(state)
 
 
 def _record_speeds(cluster: Any, prefill: str | None, decode: str | None,
@@ -363,4 +392,4 @@ def _record_speeds(cluster: Any, prefill: str | None, decode: str | None,
         cluster.speeds.record_prefill(prefill, m.prefill_tokens, m.prefill_seconds)
     decoded = m.decode_evals or m.decode_tokens
     if decode and decoded > 0 and m.decode_seconds > 0:
-        cluster.speeds.record_decode(decode, decoded, m.decode_seconds)
+        cluster.speeds.record_decode(decode, decoded, m.decode_seconds, m.decode_width)

@@ -9,6 +9,10 @@ For a prompt of S tokens (``cached`` of them already in a server's prefix cache)
     self(D)     = wait(D) + (S - cached_D)/prefill_tps(D) + max_tokens/decode_tps(D)
     single(X)   = self on a server of role "both", asked to do everything
 
+Given a ``backlog`` (the decodes already sent to D, each with when its KV arrives:
+``backlog.DecodeBacklog``), ``wait(D)`` in ship is D's queue played forward to the
+moment this request's KV arrives, instead of all of D's work counted from now.
+
 Static thresholds (Dynamo's 2048 tokens, exo's 1000) stand in for these measured
 quantities elsewhere; here every term comes from a table fed by real transfers. A
 pair whose link was never measured is shipped once when that could win, to learn it.
@@ -32,6 +36,8 @@ from .measure import LinkTable, SpeedTable
 log = logging.getLogger(__name__)
 
 RouteMethod = Literal["ship", "self", "single"]
+# per decode server: (seconds until a decode sent there can start, seconds of its work)
+Backlog = Mapping[str, Sequence[tuple[float, float]]]
 ROUTE_METHODS = ("ship", "self", "single")
 
 DEFAULT_LOAD_BPS = 1e9  # bytes/s a decode server loads KV at, until measured
@@ -154,6 +160,17 @@ class CostModel:
         self._explored: set[tuple[str, str]] = set()
         self._log: deque[Decision] = deque(maxlen=log_size)
         self._lock = threading.Lock()
+        # Told each decision as it is logged and as its outcome arrives (the cluster
+        # journal); an exception there is logged, never raised into the request.
+        self.on_decision: Callable[[Decision], None] | None = None
+        self.on_outcome: Callable[[Decision], None] | None = None
+
+    def _tell(self, hook: Callable[[Decision], None] | None, decision: Decision) -> None:
+        if hook is not None:
+            try:
+                hook(decision)
+            except Exception:  # a journal must not break a request
+                log.exception("routing hook failed for %s", decision.option.label)
 
     def kv_bytes(self, server: str, tokens: int) -> float:
         per_token = self._kv(server) if callable(self._kv) else self._kv
@@ -161,12 +178,14 @@ class CostModel:
 
     def options(self, prompt_tokens: int, max_tokens: int, pairs: Sequence[tuple[str, str]],
                 singles: Sequence[str] = (), cached: Mapping[str, int] | None = None,
-                queue: Mapping[str, float] | None = None) -> list[RouteOption]:
+                queue: Mapping[str, float] | None = None,
+                backlog: Backlog | None = None) -> list[RouteOption]:
         """Every route with its prediction, cheapest first."""
         if prompt_tokens < 0 or max_tokens < 0:
             raise ValueError("prompt_tokens and max_tokens must be >= 0")
         cached, queue = cached or {}, queue or {}
-        opts = [self._ship(p, d, prompt_tokens, max_tokens, cached, queue) for p, d in pairs]
+        opts = [self._ship(p, d, prompt_tokens, max_tokens, cached, queue, backlog)
+                for p, d in pairs]
         decoders = dict.fromkeys(d for _, d in pairs)
         opts += [self._local("self", d, prompt_tokens, max_tokens, cached, queue)
                  for d in decoders]
@@ -176,12 +195,13 @@ class CostModel:
 
     def choose(self, prompt_tokens: int, max_tokens: int, pairs: Sequence[tuple[str, str]],
                singles: Sequence[str] = (), cached: Mapping[str, int] | None = None,
-               queue: Mapping[str, float] | None = None, turn: int = 0) -> RouteOption:
+               queue: Mapping[str, float] | None = None, turn: int = 0,
+               backlog: Backlog | None = None) -> RouteOption:
         """The cheapest route, except that a pair whose link was never measured is
         shipped once when even a free link would make it the cheapest. ``turn``: how
         many of the caller's requests are being planned or served beside this one;
         the options tied for the best take turns by it (``spread``)."""
-        opts = self.options(prompt_tokens, max_tokens, pairs, singles, cached, queue)
+        opts = self.options(prompt_tokens, max_tokens, pairs, singles, cached, queue, backlog)
         if not opts:
             raise BackendUnavailable("no route: no server pair and no single server given")
         opts = spread(opts, turn, queue)
@@ -200,7 +220,9 @@ class CostModel:
                         f"{free_link:.2f} s with a free link, best {best.predicted_s:.2f} s"))
                     break
             alternatives = tuple(o for o in opts if o is not picked)
-            self._log.append(Decision(self._clock(), chosen, alternatives))
+            decision = Decision(self._clock(), chosen, alternatives)
+            self._log.append(decision)
+        self._tell(self.on_decision, decision)
         log.debug("route %s predicted %.2f s (%s)", chosen.label, chosen.predicted_s,
                   chosen.reason or "cheapest")
         return chosen
@@ -209,8 +231,10 @@ class CostModel:
                         alternatives: tuple[RouteOption, ...] = ()) -> None:
         """Log a choice made by a fixed policy rather than ``choose`` (it still gets
         its actual time through ``record_outcome``)."""
+        decision = Decision(self._clock(), option, alternatives)
         with self._lock:
-            self._log.append(Decision(self._clock(), option, alternatives))
+            self._log.append(decision)
+        self._tell(self.on_decision, decision)
 
     def record_outcome(self, option: RouteOption, actual_s: float) -> Decision:
         """Attach what ``option`` really took to its decision (or log a new one)."""
@@ -218,11 +242,13 @@ class CostModel:
             for i in range(len(self._log) - 1, -1, -1):
                 decision = self._log[i]
                 if decision.option is option and decision.actual_s is None:
-                    self._log[i] = replace(decision, actual_s=actual_s)
-                    return self._log[i]
-            decision = Decision(self._clock(), option, (), actual_s)
-            self._log.append(decision)
-            return decision
+                    decision = self._log[i] = replace(decision, actual_s=actual_s)
+                    break
+            else:
+                decision = Decision(self._clock(), option, (), actual_s)
+                self._log.append(decision)
+        self._tell(self.on_outcome, decision)
+        return decision
 
     def decisions(self, limit: int = 200) -> list[Decision]:
         with self._lock:
@@ -246,8 +272,22 @@ class CostModel:
             guessed.append(f"decode_tps:{server}")
         return n / tps
 
+    def _decode_wait(self, queue: Mapping[str, float], backlog: Backlog | None, d: str,
+                     ready: float) -> float:
+        """Seconds a decode whose KV reaches ``d`` after ``ready`` s waits there: with a
+        backlog, D serves the decodes that arrive before it in order of arrival."""
+        items = backlog.get(d) if backlog is not None else None
+        if items is None:
+            return max(0.0, self._wait(queue, d) - ready)
+        free = 0.0
+        for arrive, work in sorted(items):
+            if arrive > ready:
+                break
+            free = max(free, arrive) + work
+        return max(0.0, free - ready)
+
     def _ship(self, p: str, d: str, s: int, n: int, cached: Mapping[str, int],
-              queue: Mapping[str, float]) -> RouteOption:
+              queue: Mapping[str, float], backlog: Backlog | None = None) -> RouteOption:
         guessed: list[str] = []
         nbytes = self.kv_bytes(p, s)
         est = self.links.estimate(p, d)
@@ -260,7 +300,7 @@ class CostModel:
         transfer = nbytes / bandwidth
         ready = wait_p + prefill + t0 + transfer
         parts = {"wait": wait_p, "prefill": prefill, "link_latency": t0, "transfer": transfer,
-                 "decode_wait": max(0.0, self._wait(queue, d) - ready),
+                 "decode_wait": self._decode_wait(queue, backlog, d, ready),
                  "load": nbytes / (self.speeds.load_bps(d) or self.load_bps),
                  "decode": self._decode_s(d, n, guessed)}
         return RouteOption("ship", p, d, sum(parts.values()), parts, tuple(guessed))

@@ -223,6 +223,7 @@ class ServerEngine:
             "kv_memory_max_bytes": self.kv_budget.limit,
             "prefill_tps": round(self.metrics.prefill_tps, 2),
             "decode_tps": round(self.metrics.decode_tps, 2),
+            "decode_batch_tps": round(self.metrics.decode_batch_tps, 2),
         }
 
     # -- requests -------------------------------------------------------------------

@@ -23,7 +23,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 RECENT = 32
 
 
-def _rate(samples: deque[tuple[int, float]]) -> float:
+def _rate(samples: deque[tuple[int, float]] | deque[tuple[float, float]]) -> float:
     seconds = sum(s for _, s in samples)
     return sum(n for n, _ in samples) / seconds if seconds > 0 else 0.0
 
@@ -93,6 +93,7 @@ class ServerMetrics:
         # server does now, which a router seeds its estimates with
         self._prefill: deque[tuple[int, float]] = deque(maxlen=RECENT)
         self._decode: deque[tuple[int, float]] = deque(maxlen=RECENT)
+        self._through: deque[tuple[float, float]] = deque(maxlen=RECENT)
 
     def bind(self, *, busy: Callable[[], float], waiting: Callable[[], float],
              handles: Callable[[], float], store_bytes: Callable[[], float],
@@ -119,6 +120,8 @@ class ServerMetrics:
                 self._prefill.append((m.prefill_tokens, m.prefill_seconds))
             if m.decode_evals and m.decode_seconds > 0:
                 self._decode.append((m.decode_evals, m.decode_seconds))
+                self._through.append((m.decode_evals * max(1.0, m.decode_width),
+                                      m.decode_seconds))
 
     @property
     def prefill_tps(self) -> float:
@@ -131,6 +134,14 @@ class ServerMetrics:
         """Tokens per second over the last RECENT decodes (0: none yet)."""
         with self._lock:
             return _rate(self._decode)
+
+    @property
+    def decode_batch_tps(self) -> float:
+        """The server's decode throughput over the last RECENT decodes: each reply's
+        tokens times the sequences it shared its steps with on average, over its
+        seconds (equal to ``decode_tps`` when nothing was batched; 0: none yet)."""
+        with self._lock:
+            return _rate(self._through)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
