@@ -19,6 +19,7 @@ from grader.views.advisory import MIN_AGREEMENT, agreement_rows, route_agreement
 from grader.views.grading_figure import rate_figure
 from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
+from inference.dashboard import cluster_history as machines_history
 from inference.dashboard import requests as dash
 from inference.dashboard import servers as machines
 from inference.dashboard.failures import explain
@@ -172,32 +173,30 @@ def grading_section() -> None:
                    "Grade page, beside that upload's grades.)")
 
 
-def timeline_section() -> None:
-    cluster = client.cluster
-    if cluster is None:
+def timeline_section(view: machines_history.ClusterHistory) -> None:
+    if view.empty and not view.live:
         return
     st.subheader("Timeline")
-    rows = machines.timeline_rows(cluster.monitor.events())
-    if not rows:
+    if view.read_error:
+        st.warning(machines.plain(f"The servers' journal could not be read: "
+                                  f"{view.read_error}. This app's own events only."))
+    if not view.timeline:
         st.info("Nothing has happened to the servers yet.")
         return
     st.caption("Newest first: servers going down and up, circuits opening and closing, "
-               "failovers (what failed and what served instead) and canary results.")
-    st.dataframe(readable(machines.table(rows)), hide_index=True, width="stretch")
+               "failovers (what failed and what served instead) and canary results, as "
+               "this app and every grader on the same store (a CLI batch) saw them.")
+    st.dataframe(readable(machines.table(view.timeline)), hide_index=True, width="stretch")
 
 
-def routing_section() -> None:
-    cluster = client.cluster
-    if cluster is None:
-        return
-    links = machines.link_rows(cluster)
-    decisions = cluster.cost.decisions()
+def routing_section(view: machines_history.ClusterHistory) -> None:
+    links, decisions = view.links, view.decisions
     if not links and not decisions:
         return
     st.subheader("KV links and route decisions")
     if links:
         st.caption("Per prefill -> decode pair: the bandwidth and latency measured on real "
-                   "KV transfers.")
+                   "KV transfers, by this app or another grader on the same store.")
         st.dataframe(readable(machines.table(links)), hide_index=True, width="stretch")
     st.caption(machines.decision_summary(decisions))
     if decisions:
@@ -245,12 +244,16 @@ def requests_section() -> None:
 
 def notebooks_section() -> None:
     st.subheader("Parallel efficiency per graded notebook")
-    stats = notebook_llm_stats(store, limit=50, anonymous=anonymous())
+    stats = notebook_llm_stats(store, limit=50, anonymous=anonymous(),
+                               history=client.history)
     if not stats:
         st.info("No notebook graded with the LLM layers yet.")
         return
     st.caption("Busy seconds of the L3 and L4 requests over their wall time: 1.0 when they "
-               "ran one after the other, 2.0 when they overlapped fully.")
+               "ran one after the other, 2.0 when they overlapped fully. Busy is the "
+               "requests' own service time: the seconds they waited in a queue (queued) "
+               "are not counted; where those are not known (a dash), the grade's own "
+               "figure is shown.")
     st.plotly_chart(efficiency_figure(stats), key="dash_efficiency")
     st.dataframe(readable(stats_rows(stats)), hide_index=True, width="stretch")
 
@@ -275,8 +278,9 @@ def live_view() -> None:
     health = client.health()
     workers_section(health)
     servers_section()
-    timeline_section()
-    routing_section()
+    history = machines_history.cluster_history(client)
+    timeline_section(history)
+    routing_section(history)
     grading_section()
     requests_section()
     notebooks_section()

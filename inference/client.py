@@ -4,7 +4,9 @@ A role -> route table (from the config file, or the embedded default) decides
 which backend serves a request. ``generate`` runs one request; ``generate_many``
 runs several in parallel threads (the grader's code and feedback layers go
 together); ``stream`` yields text as it is decoded. Every request's metrics,
-failed ones included, go to the history.
+failed ones included, go to the history; what happens to remote servers (health
+events, failovers, KV link measurements, route decisions) goes to the cluster
+journal in the same file, for the Dashboard of another process to read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .backends import Backend, TokenCallback
 from .cluster.cluster import Cluster
+from .cluster.journal import ClusterJournal
 from .config import EngineConfig, RouteConfig, load_config
 from .errors import (
     BackendError,
@@ -55,6 +58,10 @@ class DisaggregatedClient:
         self._backends: dict[str, Backend] = {}
         self._lock = threading.Lock()
         self._cluster: Cluster | None = None
+        # Beside the request history; it touches the file only when it has something
+        # to write (a remote route served) or the Dashboard reads it.
+        self.journal: ClusterJournal | None = (
+            ClusterJournal(self.config.history_db) if self.config.history_db else None)
 
     @property
     def cluster(self) -> Cluster | None:
@@ -80,7 +87,7 @@ class DisaggregatedClient:
                 cluster = None
                 if route.remote:
                     if self._cluster is None:
-                        self._cluster = Cluster(self.config)
+                        self._cluster = Cluster(self.config, self.journal)
                     cluster = self._cluster
                 backend = self._backends[role] = create_backend(route, self.config, self.budget,
                                                                 cluster)
@@ -95,9 +102,17 @@ class DisaggregatedClient:
         request fails with StreamInterrupted. A reply whose JSON fails its schema (cut
         by max_tokens, or a server whose grammar let it through) is tried once more with
         another seed where that can change it (not greedy decoding here), and where a
-        stream may start again; the second failure is the caller's."""
+        stream may start again; the second failure is the caller's.
+
+        The history gets a row per reply: a restarted one is one row, not an error and
+        a success, with the note "restarted after a cut stream on SERVER"; a reply tried
+        again counts its TTFT and total seconds from the caller's first attempt."""
+        route = self.route(request.role)
+        if not request.request_id:
+            request = dataclasses.replace(request, request_id=uuid.uuid4().hex[:12])
+        start = (time.perf_counter(), time.time())
         try:
-            return self._generate(request, on_token)
+            return self._generate(route, request, on_token, start, record_cut=not restartable)
         except OutputValidationError as exc:
             if self.backend(request.role).deterministic(request) or (
                     on_token is not None and not restartable):
@@ -105,43 +120,54 @@ class DisaggregatedClient:
             log.warning("role %s: %s; trying the reply once more", request.role, exc)
             if on_token is not None:
                 on_token("\n[the reply was not valid JSON; trying once more]\n")
-            result = self._generate(dataclasses.replace(
-                request, seed=request.seed + 7919, request_id=""), on_token)
-            m = result.metrics
-            m.attempts += 1
-            m.failover = "; ".join(x for x in (f"tried again after: {exc}", m.failover) if x)
-            return result
+            before = exc.metrics if isinstance(exc.metrics, RequestMetrics) else None
+            retry = dataclasses.replace(request, seed=request.seed + 7919,
+                                        request_id=uuid.uuid4().hex[:12])
+            return self._generate(route, retry, on_token, start,
+                                  retried=(f"tried again after: {exc}", before))
         except StreamInterrupted as exc:
             if not restartable:
                 raise
-            log.warning("role %s: %s; restarting the reply on another path", request.role, exc)
+            before = getattr(exc, "metrics", None)
+            server = before.decode_worker if isinstance(before, RequestMetrics) else ""
+            cause = exc.__cause__ or exc
+            note = (f"restarted after a cut stream{f' on {server}' if server else ''} "
+                    f"({len(exc.partial)} characters had streamed): {cause}")
+            log.warning("role %s: %s; restarting the reply on another path", request.role,
+                        note)
             if on_token is not None:
                 on_token("\n[the server failed mid-reply; restarting on another server]\n")
-            result = self._generate(request, on_token)
-            m = result.metrics
-            m.attempts += 1
-            m.failover = "; ".join(x for x in (f"restarted after a cut stream: {exc}",
-                                               m.failover) if x)
-            return result
+            return self._generate(route, request, on_token, start, retried=(
+                note, before if isinstance(before, RequestMetrics) else None))
 
-    def _generate(self, request: GenerationRequest,
-                  on_token: TokenCallback | None = None) -> GenerationResult:
-        route = self.route(request.role)
-        if not request.request_id:
-            request = dataclasses.replace(request, request_id=uuid.uuid4().hex[:12])
-        started = time.time()
+    def _generate(self, route: RouteConfig, request: GenerationRequest,
+                  on_token: TokenCallback | None, start: tuple[float, float], *,
+                  record_cut: bool = True,
+                  retried: tuple[str, RequestMetrics | None] | None = None
+                  ) -> GenerationResult:
+        """One try, recorded in the history (a cut stream only with ``record_cut``).
+        ``retried``: this is the caller's second try, after what the note says; ``start``
+        is the caller's first (``perf_counter``, epoch seconds)."""
+        t_try = time.perf_counter()
         try:
             if request.json_schema is not None:
                 check_schema(request.json_schema)
             backend = self.backend(request.role)
             result = self._serve(route, backend, request, on_token)
+        except StreamInterrupted as exc:
+            if record_cut:
+                self._record_failure(route, request, exc, start, t_try, retried)
+            raise
         except InferenceError as exc:
-            self._record_failure(route, request, exc, started)
+            self._record_failure(route, request, exc, start, t_try, retried)
             raise
         except Exception as exc:  # a bug or a library error: typed, recorded, re-raised
-            self._record_failure(route, request, exc, started)
+            self._record_failure(route, request, exc, start, t_try, retried)
             raise BackendError(f"role {request.role!r}: {type(exc).__name__}: {exc}") from exc
         m = result.metrics
+        m.request_id = m.request_id or request.request_id  # a server may not echo it
+        if retried is not None:
+            _after_retry(m, start, t_try, *retried)
         self.history.record(m)
         log.info("request %s role=%s route=%s method=%s prompt=%d cached=%d out=%d "
                  "ttft=%.3fs total=%.3fs", m.request_id, m.role, m.route, m.method,
@@ -154,15 +180,18 @@ class DisaggregatedClient:
         return backend.serve(request, on_token)
 
     def _record_failure(self, route: RouteConfig, request: GenerationRequest,
-                        exc: BaseException, started: float) -> None:
+                        exc: BaseException, start: tuple[float, float], t_try: float,
+                        retried: tuple[str, RequestMetrics | None] | None) -> None:
         m = getattr(exc, "metrics", None)
         if not isinstance(m, RequestMetrics):
             m = RequestMetrics(request_id=request.request_id, role=request.role,
                                route=route.name, model=route.model)
         # A request that failed before the backend timed it still happened at a time.
-        m.started_at = m.started_at or started
+        m.started_at = m.started_at or start[1]
         m.finished_at = m.finished_at or time.time()
         m.error = f"{type(exc).__name__}: {exc}"
+        if retried is not None:
+            _after_retry(m, start, t_try, *retried)
         self.history.record(m)
         log.info("request %s role=%s route=%s failed: %s", request.request_id, request.role,
                  route.name, m.error)
@@ -264,6 +293,8 @@ class DisaggregatedClient:
             if self._cluster is not None:
                 self._cluster.close()
                 self._cluster = None
+        if self.journal is not None:
+            self.journal.close()
         self.history.close()
 
     def __enter__(self) -> DisaggregatedClient:
@@ -271,3 +302,16 @@ class DisaggregatedClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _after_retry(m: RequestMetrics, start: tuple[float, float], t_try: float, note: str,
+                 before: RequestMetrics | None) -> None:
+    """``m``, of the caller's second try, as the caller saw the whole: TTFT and total
+    seconds from its first try's start, the first try's attempts counted, and the note."""
+    t0, started = start
+    if m.ttft_seconds > 0:
+        m.ttft_seconds += t_try - t0
+    m.total_seconds = time.perf_counter() - t0
+    m.started_at = started
+    m.attempts += before.attempts if before is not None else 1
+    m.failover = "; ".join(x for x in (note, m.failover) if x)

@@ -5,7 +5,16 @@ their details the engine-measured seconds of each request (``total_s``), the
 wall time of the pair (``parallel_wall_s``) and ``parallel_efficiency``: busy
 seconds over wall seconds, 1.0 when the requests ran one after the other and 2.0
 when they overlapped fully. Grades without those details (graded without the
-LLM layers) are left out. Nothing here is recomputed: the numbers are the report's.
+LLM layers) are left out.
+
+A request's total seconds include the time it waited in a queue (for the engine, or
+on a busy server): two requests served one after the other, the second waiting for
+the first, would look fully overlapped. So busy seconds here are the requests' own
+service time: total minus queued seconds, the queued seconds taken from the layer's
+details (``queue_s``) or else from the request history (the client's
+``MetricsHistory.within``: the layer's own requests, of its route, from its first
+start to its last finish, their total seconds adding up to the layer's). Where neither
+knows them, the report's efficiency is shown and "queued" is left empty.
 """
 
 from __future__ import annotations
@@ -15,20 +24,26 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
 from ..store.database import Store
 from ..store.schema import anonymous_file
 
+if TYPE_CHECKING:
+    from inference import MetricsHistory
+
 __all__ = ["NotebookLLMStats", "efficiency_figure", "notebook_llm_stats", "stats_rows"]
 
 log = logging.getLogger(__name__)
 
-_PATHS = [f"$.layers.{layer}.{key}" for layer in ("L3", "L4") for key in (
-    "details.total_s", "details.parallel_wall_s", "details.parallel_efficiency", "error",
-    "details.route")]
+_KEYS = ("details.total_s", "details.parallel_wall_s", "details.parallel_efficiency", "error",
+         "details.route", "details.started_at", "details.finished_at", "details.requests",
+         "details.queue_s")
+_PATHS = [f"$.layers.{layer}.{key}" for layer in ("L3", "L4") for key in _KEYS]
+MAX_CANDIDATES = 12  # history rows looked at to find one layer's requests
 # The key as it appears in the JSON text: student text inside the report is escaped,
 # so it cannot fake this (a cheap pre-filter before json_extract parses the report).
 _MARK = '"parallel_wall_s":'
@@ -49,9 +64,10 @@ class NotebookLLMStats:
     l3_seconds: float | None  # the L3 request's total seconds, as the engine measured it
     l4_seconds: float | None
     wall_seconds: float | None  # both requests, sent together, wall clock
-    efficiency: float | None  # busy seconds / wall seconds
+    efficiency: float | None  # busy seconds (queue time excluded where known) / wall
     routes: str
     errors: str  # the layers' errors, if one failed
+    queued_seconds: float | None = None  # the requests' time in a queue; None: unknown
 
     @property
     def label(self) -> str:
@@ -66,25 +82,82 @@ def _first(*xs: Any) -> float | None:
     return next((v for x in xs if (v := _num(x)) is not None), None)
 
 
-def _stats(row: tuple, anonymous: bool) -> NotebookLLMStats | None:
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One layer's timing details as the report holds them (None: not there)."""
+
+    total: Any
+    wall: Any
+    eff: Any
+    error: Any
+    route: Any
+    started: Any
+    finished: Any
+    requests: Any
+    queue: Any
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) < 1e-6
+
+
+def _history_queue(layer: _Layer, history: MetricsHistory | None) -> float | None:
+    """The queued seconds of the layer's requests, found in the request history."""
+    total, start, finish = _num(layer.total), _num(layer.started), _num(layer.finished)
+    if history is None or not layer.route or total is None or not start or not finish:
+        return None
+    mine = history.within(str(layer.route), start, finish, limit=MAX_CANDIDATES + 1)
+    n = int(_num(layer.requests) or 1)
+    if len(mine) > MAX_CANDIDATES or n > len(mine):
+        return None
+    for group in combinations(mine, n):
+        if (_same(min(m.started_at for m in group), start)
+                and _same(max(m.finished_at for m in group), finish)
+                and abs(sum(m.total_seconds for m in group) - total) <= 0.001 * n + 1e-6):
+            return sum(m.queue_seconds for m in group)
+    return None
+
+
+def _queued(layers: Sequence[_Layer], history: MetricsHistory | None) -> float | None:
+    """The queued seconds of every layer that has a total, or None if one is unknown."""
+    out = 0.0
+    for layer in layers:
+        if _num(layer.total) is None:
+            continue
+        q = _num(layer.queue)
+        q = q if q is not None else _history_queue(layer, history)
+        if q is None:
+            return None
+        out += q
+    return out
+
+
+def _stats(row: tuple, anonymous: bool,
+           history: MetricsHistory | None) -> NotebookLLMStats | None:
     grade_id, assignment, _, file, pseudonym, created_at, extracted = row
-    (l3, l3_wall, l3_eff, l3_err, l3_route,
-     l4, l4_wall, l4_eff, l4_err, l4_route) = json.loads(extracted)
-    wall, eff = _first(l3_wall, l4_wall), _first(l3_eff, l4_eff)
+    values = json.loads(extracted)
+    l3, l4 = _Layer(*values[:len(_KEYS)]), _Layer(*values[len(_KEYS):])
+    wall, eff = _first(l3.wall, l4.wall), _first(l3.eff, l4.eff)
     if wall is None:
         return None
-    errors = "; ".join(f"{n}: {e}" for n, e in (("L3", l3_err), ("L4", l4_err)) if e)
-    routes = ", ".join(dict.fromkeys(r for r in (l3_route, l4_route) if r))
+    queued = _queued((l3, l4), history)
+    if queued is not None and wall > 0:
+        busy = sum(t for x in (l3, l4) if (t := _num(x.total)) is not None) - queued
+        eff = round(max(0.0, busy) / wall, 3)
+    errors = "; ".join(f"{n}: {x.error}" for n, x in (("L3", l3), ("L4", l4)) if x.error)
+    routes = ", ".join(dict.fromkeys(x.route for x in (l3, l4) if x.route))
     return NotebookLLMStats(int(grade_id), assignment,
                             anonymous_file(pseudonym or "", file) if anonymous else file,
-                            float(created_at), _num(l3), _num(l4), wall, eff, routes, errors)
+                            float(created_at), _num(l3.total), _num(l4.total), wall, eff,
+                            routes, errors, queued)
 
 
-def notebook_llm_stats(store: Store, limit: int = 50,
-                       anonymous: bool = False) -> list[NotebookLLMStats]:
+def notebook_llm_stats(store: Store, limit: int = 50, anonymous: bool = False,
+                       history: MetricsHistory | None = None) -> list[NotebookLLMStats]:
     """The newest ``limit`` grades that ran the LLM layers, newest first. ``anonymous``
     names each notebook after its submission's pseudonym (assigned if missing, as
-    ``Store.list_grades`` does)."""
+    ``Store.list_grades`` does). ``history``: the request history, where the queued
+    seconds of reports that do not hold them are looked for (the module doc)."""
     rows = store._query(_SQL, (_MARK, limit), "list the LLM layers' timings")
     if anonymous:
         missing = sorted({r[2] for r in rows if r[4] is None})
@@ -92,7 +165,7 @@ def notebook_llm_stats(store: Store, limit: int = 50,
             store.anonymise(assignment_id)
         if missing:
             rows = store._query(_SQL, (_MARK, limit), "list the LLM layers' timings")
-    out = [s for r in rows if (s := _stats(r, anonymous)) is not None]
+    out = [s for r in rows if (s := _stats(r, anonymous, history)) is not None]
     log.debug("%d graded notebooks with LLM timings", len(out))
     return out
 
@@ -106,7 +179,8 @@ def stats_rows(stats: Iterable[NotebookLLMStats]) -> list[dict[str, Any]]:
         "grade": s.grade_id, "assignment": s.assignment, "notebook": s.notebook,
         "graded at": datetime.fromtimestamp(s.graded_at).strftime("%Y-%m-%d %H:%M:%S"),
         "L3 (s)": _round(s.l3_seconds), "L4 (s)": _round(s.l4_seconds),
-        "wall (s)": _round(s.wall_seconds), "parallel efficiency": _round(s.efficiency, 2),
+        "wall (s)": _round(s.wall_seconds), "queued (s)": _round(s.queued_seconds),
+        "parallel efficiency": _round(s.efficiency, 2),
         "routes": s.routes, "errors": s.errors,
     } for s in stats]
 

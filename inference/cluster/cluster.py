@@ -4,7 +4,9 @@ A ``Cluster`` holds one transport per server that any route names, one health
 monitor (prober + circuit breakers), the routing tables (link bandwidths,
 server speeds, KV bytes per token, prefix affinity) and the correctness canary.
 Routes that share servers share all of it: a server that died is avoided by
-every role at once.
+every role at once. Given a ``ClusterJournal``, the monitor's events, the measured
+KV transfers and the router's decisions (with their outcomes) are also written to it,
+for other processes to see.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .routing import CostModel, Selector
 
 if TYPE_CHECKING:
     from ..config import EngineConfig
+    from .journal import ClusterJournal
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +45,10 @@ def make_transport(endpoint: Endpoint, timeouts: Timeouts) -> Transport:
 
 
 class Cluster:
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, journal: ClusterJournal | None = None) -> None:
         names = sorted({n for r in config.routes.values() if r.remote for n in r.servers})
         self.config = config
+        self.journal = journal  # its owner (the client) closes it
         self.endpoints: dict[str, Endpoint] = {n: config.servers[n] for n in names}
         self.transports: dict[str, Transport] = {
             n: make_transport(ep, config.timeouts) for n, ep in self.endpoints.items()}
@@ -52,12 +56,17 @@ class Cluster:
         self.monitor = HealthMonitor(
             self.transports, interval=h.probe_interval,
             breaker=BreakerSettings(failures=h.breaker_failures,
-                                    reset_seconds=h.breaker_reset_seconds))
+                                    reset_seconds=h.breaker_reset_seconds),
+            on_event=journal.record_event if journal is not None else None)
         self.selector = Selector()
         self.links = LinkTable()
         self.speeds = SpeedTable()
         self._kv_per_token: dict[str, float] = {}
         self.cost = CostModel(self.links, self.speeds, kv_bytes_per_token=self.kv_bytes_per_token)
+        if journal is not None:
+            self.links.on_record = journal.record_link
+            self.cost.on_decision = journal.record_decision
+            self.cost.on_outcome = journal.record_outcome
         # (prefill, decode) -> why the pair must not ship KV (canary divergence, identity)
         self.bad_pairs: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()

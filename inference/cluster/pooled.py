@@ -14,6 +14,12 @@ it) when the server is gone: its connection refused, or broken under the request
 a fresh connection is refused (``http_errors.gone``: a server killed with the request in
 flight). Success is reported only for the servers that served: a pair whose decode
 server was replaced inside the option does not bring the dead one back up.
+
+TTFT and total seconds are the caller's: from the call to the first token it received
+and to the end, so that a request that waited on a dead server before failing over
+shows the whole wait (the servers' own figures count only the attempt that served). A
+reply cut after the caller saw part of it raises ``StreamInterrupted`` whose
+``metrics`` name the servers that were serving it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from ..errors import (
     KVTransferError,
     StreamInterrupted,
 )
-from ..types import GenerationRequest, GenerationResult, KVHandle, WorkerHealth
+from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics, WorkerHealth
 from .http_errors import gone
 
 if TYPE_CHECKING:
@@ -50,11 +56,13 @@ MAX_ATTEMPTS = 8  # options tried for one request before the embedded engine
 
 
 class EmitGuard:
-    """Passes tokens to the caller and remembers what went out."""
+    """Passes tokens to the caller and remembers what went out, and when the first
+    piece did (``first_at``, a ``time.perf_counter`` reading; None before)."""
 
     def __init__(self, on_token: TokenCallback | None) -> None:
         self._on_token = on_token
         self._parts: list[str] = []
+        self.first_at: float | None = None
 
     @property
     def emitted(self) -> bool:
@@ -66,6 +74,8 @@ class EmitGuard:
 
     def __call__(self, text: str) -> None:
         if text:
+            if self.first_at is None:
+                self.first_at = time.perf_counter()
             self._parts.append(text)
         if self._on_token is not None:
             self._on_token(text)
@@ -127,7 +137,7 @@ class PooledBackend(Backend):
         bad_pairs: set[tuple[str, str]] = set()
         failures: list[str] = []
         tried = 0
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.time()
         # Plan again after every failure: a failed attempt may have taken seconds, and
         # the prober may have seen servers go down or come back meanwhile.
         for _ in range(MAX_ATTEMPTS):
@@ -137,24 +147,56 @@ class PooledBackend(Backend):
             if opt is None:
                 break
             tried += 1
+            attempt_t0 = time.perf_counter()
             try:
                 result = self._attempt(opt, request, guard)
             except ServerFailure as exc:
                 if guard.emitted:
-                    raise StreamInterrupted(
-                        f"role {request.role}: {opt.label} failed after "
-                        f"{len(guard.text)} characters of the reply had streamed ({exc}); "
-                        "not retried here, since the caller has seen part of a reply",
-                        guard.text) from exc
+                    raise self._cut(request, opt, exc, guard, failures, tried,
+                                    (t0, started)) from exc
                 failures.append(f"{opt.label}: {type(exc.cause).__name__}: {exc.cause}")
                 failed.update(exc.servers)
                 if opt.pair is not None and not exc.servers:
                     bad_pairs.add(opt.pair)
                 continue
-            self._annotate(result, opt, failures, tried, t0)
+            self._annotate(result, opt, failures, tried, t0, attempt_t0)
+            self._callers_times(result.metrics, guard, attempt_t0, (t0, started),
+                                bool(failures or opt.inner_failures))
             self._learn_chars(request, result.metrics.prompt_tokens)
             return result
-        return self._last_resort(request, guard, failures, tried, t0)
+        return self._last_resort(request, guard, failures, tried, (t0, started))
+
+    @staticmethod
+    def _callers_times(m: RequestMetrics, guard: EmitGuard, attempt_t0: float,
+                       start: tuple[float, float], failed_over: bool) -> None:
+        """TTFT from the call (the module doc); the start time too after a failover."""
+        t0, started = start
+        m.ttft_seconds = (guard.first_at - t0 if guard.first_at is not None
+                          else attempt_t0 - t0 + m.ttft_seconds)
+        if failed_over:
+            m.started_at = started
+
+    def _cut(self, request: GenerationRequest, opt: Option, exc: ServerFailure,
+             guard: EmitGuard, failures: list[str], tried: int,
+             start: tuple[float, float]) -> StreamInterrupted:
+        """The error for a reply cut after the caller saw part of it, with metrics that
+        name the servers that were serving it."""
+        cut_by = (exc.servers or opt.servers)[-1]
+        err = StreamInterrupted(
+            f"role {request.role}: {opt.label} failed after {len(guard.text)} characters "
+            f"of the reply had streamed ({exc}); not retried here, since the caller has "
+            "seen part of a reply", guard.text)
+        t0, started = start
+        err.metrics = RequestMetrics(  # type: ignore[attr-defined]
+            request_id=request.request_id, role=self.route.role, route=self.route.name,
+            method=opt.method, model=self.route.model,  # type: ignore[arg-type]
+            prefill_worker=opt.servers[0], decode_worker=cut_by, attempts=tried,
+            failover="; ".join(failures), route_choice=opt.choice,
+            predicted_seconds=opt.predicted_s,
+            ttft_seconds=guard.first_at - t0 if guard.first_at is not None else 0.0,
+            total_seconds=time.perf_counter() - t0, started_at=started,
+            finished_at=time.time())
+        return err
 
     def run_option(self, opt: Option, request: GenerationRequest) -> GenerationResult:
         """Serve ``request`` by ``opt`` alone, with no failover: how benchmarks and
@@ -204,7 +246,7 @@ class PooledBackend(Backend):
         return served or list(opt.servers)
 
     def _annotate(self, result: GenerationResult, opt: Option, failures: list[str],
-                  tried: int, t0: float) -> None:
+                  tried: int, t0: float, attempt_t0: float) -> None:
         m = result.metrics
         m.route = self.route.name
         m.role = self.route.role
@@ -226,8 +268,10 @@ class PooledBackend(Backend):
             log.warning("role %s: failed over: %s", self.route.role, m.failover)
         else:
             m.method = opt.method  # type: ignore[assignment]
-        if opt.route_option is not None:  # the router learns how good its guess was
-            self.cluster.cost.record_outcome(opt.route_option, m.total_seconds)
+        if opt.route_option is not None:  # the router learns how good its guess was:
+            # the time of the option it chose, not of the failed attempts before it
+            self.cluster.cost.record_outcome(opt.route_option,
+                                             time.perf_counter() - attempt_t0)
 
     def _learn_chars(self, request: GenerationRequest, prompt_tokens: int) -> None:
         """Characters per token of this route's model, from the servers' own counts."""
@@ -236,7 +280,7 @@ class PooledBackend(Backend):
             self._chars_per_token = 0.8 * self._chars_per_token + 0.2 * chars / prompt_tokens
 
     def _last_resort(self, request: GenerationRequest, guard: EmitGuard, failures: list[str],
-                     tried: int, t0: float) -> GenerationResult:
+                     tried: int, start: tuple[float, float]) -> GenerationResult:
         if not failures:
             failures = [f"no server of {', '.join(self.names)} is up"]
         summary = "; ".join(failures)
@@ -245,6 +289,7 @@ class PooledBackend(Backend):
                                      f"({summary})")
         log.warning("role %s: every server failed (%s); the embedded engine serves it",
                     request.role, summary)
+        attempt_t0 = time.perf_counter()
         result = self.embedded().generate(request, guard)
         m = result.metrics
         m.method = "fallback"
@@ -252,7 +297,8 @@ class PooledBackend(Backend):
         m.failover = f"{summary} -> served by the embedded engine"
         for name in self.names:
             self.cluster.monitor.record_event(name, "failover", m.failover)
-        m.total_seconds = time.perf_counter() - t0
+        m.total_seconds = time.perf_counter() - start[0]
+        self._callers_times(m, guard, attempt_t0, start, True)
         return result
 
     def embedded(self) -> Backend:

@@ -4,8 +4,10 @@ changes, failovers, canary results, KV errors) in words, the measured KV links
 between prefill and decode servers, and the router's decisions with what they took.
 
 Everything is read from the client's ``Cluster`` (``inference.cluster``): the health
-monitor's snapshots and events, the link table and the cost model's decision log.
-Nothing here probes or changes a server.
+monitor's snapshots and events, the link table and the cost model's decision log; and
+from the cluster journal, where other processes (a CLI batch, the app before a restart)
+recorded theirs: a card's "since" is the oldest time anyone saw the server in its state
+(``cluster_history`` merges the rest). Nothing here probes or changes a server.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from ..types import WorkerHealth
 if TYPE_CHECKING:
     from ..client import DisaggregatedClient
     from ..cluster.cluster import Cluster
+    from ..cluster.journal import ClusterJournal
+    from ..cluster.measure import LinkEstimate
 
 __all__ = [
     "CIRCUIT_COLORS",
@@ -75,9 +79,12 @@ _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|:~$")
 
 
 def _clock(at: float | None, date: bool = False) -> str:
+    """The time of day, with the date when ``date`` or when it is not today's."""
     if not at:
         return ""
-    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+    when = datetime.fromtimestamp(at)
+    date = date or when.date() != datetime.now().date()
+    return when.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
 
 
 def _round(x: float | None, digits: int) -> float | None:
@@ -193,11 +200,12 @@ def server_cards(client: DisaggregatedClient) -> list[ServerCard]:
     The cluster is built with the backends, on first use: this builds them if needed."""
     if client.cluster is None and any(r.remote for r in client.config.routes.values()):
         client.health()
-    return [] if client.cluster is None else cluster_cards(client.cluster)
+    return [] if client.cluster is None else cluster_cards(client.cluster, client.journal)
 
 
-def cluster_cards(cluster: Cluster) -> list[ServerCard]:
-    """A card per server of ``cluster``, by name, as its health monitor sees it now."""
+def cluster_cards(cluster: Cluster, journal: ClusterJournal | None = None) -> list[ServerCard]:
+    """A card per server of ``cluster``, by name, as its health monitor sees it now;
+    with a ``journal``, "since" goes back to when any process first saw that state."""
     routes = sorted(cluster.config.routes.items())
     cards = []
     for name in sorted(cluster.endpoints):
@@ -206,11 +214,12 @@ def cluster_cards(cluster: Cluster) -> list[ServerCard]:
         h = cluster.card(state, roles, "")
         x = h.extra
         failed = state.last_error_at is not None or state.state == "down"
+        since = journal.since(name, state.state, state.since) if journal else state.since
         circuit = str(x["circuit"])
         cards.append(ServerCard(
             name=name, roles=roles, kind=str(x["server_role"]), protocol=str(x["protocol"]),
             address=str(x["url"]), state=h.state, color=STATE_COLORS.get(h.state, "gray"),
-            since=_clock(x.get("since")), circuit=circuit,
+            since=_clock(since), circuit=circuit,
             circuit_color=CIRCUIT_COLORS.get(circuit, "gray"), model=h.model,
             identity=str(x.get("identity_hash") or "")[:8],
             probe_latency_s=x.get("probe_latency_s"), slots_busy=int(x.get("slots_busy") or 0),
@@ -276,16 +285,20 @@ class LinkRow:
                 "samples": self.samples, "measured at": self.updated, "note": self.note}
 
 
-def link_rows(cluster: Cluster) -> list[LinkRow]:
-    """Every pair of our servers that could ship KV, and every pair measured."""
-    ours = [e for e in cluster.endpoints.values() if e.protocol == "kvserver"]
+def link_rows(cluster: Cluster | None,
+              estimates: dict[tuple[str, str], LinkEstimate] | None = None) -> list[LinkRow]:
+    """Every pair of our servers that could ship KV, and every pair measured
+    (``estimates``: the cluster's own by default)."""
+    ours = [e for e in cluster.endpoints.values() if e.protocol == "kvserver"] \
+        if cluster is not None else []
     pairs = {(p.name, d.name) for p in ours for d in ours
              if p.name != d.name and p.can_prefill and d.can_decode}
-    estimates = cluster.links.estimates()
+    if estimates is None:
+        estimates = cluster.links.estimates() if cluster is not None else {}
     rows = []
     for p, d in sorted(pairs | set(estimates)):
         est = estimates.get((p, d))
-        refused = cluster.compatible(p, d) if p in cluster.endpoints \
+        refused = cluster.compatible(p, d) if cluster is not None and p in cluster.endpoints \
             and d in cluster.endpoints else None
         if est is None:
             rows.append(LinkRow(p, d, None, None, 0, "", refused or
