@@ -2,7 +2,8 @@
 route decisions), the grading itself (notebooks per minute, seconds per notebook and
 layer, failed files, the queue; batches with and without the models apart), its measured
 speeds and latencies, the request history, the LLM layers' parallel efficiency per graded
-notebook and how often each advisory model agreed with the checks, refreshed live
+notebook, how often each advisory model agreed with the checks and each route's latest
+calibration (``app_pages.dashboard_trust``), refreshed live
 (pausable); a test prompt through the disaggregated path. The numbers:
 ``inference.dashboard``, ``inference.dashboard.servers``, ``grader.views.grading``,
 ``grader.views.model_timings`` and ``grader.views.advisory``. Every table goes through
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.dashboard_trust import calibration_section
 from app_pages.shared import anonymous, get_client, get_store, get_workspace, sidebar
 from grader.service.jobs import job_rows, running_jobs
 from grader.views import grading as grading
@@ -285,6 +287,7 @@ def live_view() -> None:
     requests_section()
     notebooks_section()
     advisory_section()
+    calibration_section()
 
 
 live_view()

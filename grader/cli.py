@@ -3,6 +3,9 @@
     python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
     python -m grader check ASSIGNMENT_DIR [--no-exec] [--json] [--rubric RUBRIC.json]
+                           [--calibrate [--grades CSV] [--limit N] [--db PATH]]
+    python -m grader calibrate [ASSIGNMENT_DIR...] [--notebooks DIR] [--grades CSV]
+                               [--limit N] [--no-exec] [--json] [--db PATH]
     python -m grader packages ASSIGNMENT_DIR [--install]
     python -m grader import-rubric OLD_RUBRIC.json OUT.json [--language r]
     python -m grader import nbgrader SOURCE.ipynb --out DIR
@@ -26,6 +29,8 @@ graded, 1 when some were not, 2 for a bad command line, a broken assignment fold
 path that cannot be read or written (grades already made are printed first), 2 for a
 batch of more notebooks than ``--max-notebooks`` allows (300 unless raised; the error
 names the archive and the count). ``check`` exits 0 when the assignment is sound, 1 when not.
+``calibrate`` (and ``check --calibrate``) measures the model routes before they are trusted
+to judge: see grader/cli_check.py.
 
 SIGTERM (or SIGHUP) in the middle of ``grade`` stops the batch: the sandboxes are
 killed, their run folders and cgroups removed, the grades made so far printed (and,
@@ -36,7 +41,6 @@ notebooks not graded named, and the exit status is 128 + the signal's number.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import os
@@ -48,6 +52,7 @@ from typing import Any
 from inference import DisaggregatedClient, load_config
 
 from .assignment import load_assignment
+from .cli_check import add_check_commands
 from .cli_packages import add_command as add_packages_command
 from .cli_packages import install_before_grading
 from .errors import GraderError, GradingStopped, NotebookError, RubricError
@@ -57,7 +62,7 @@ from .letters.pdf import FontError
 from .notebooks.archive import InputProblem, SubmissionFile, expand_inputs
 from .pipeline import GradeInput, Grader
 from .rubrics.import_seed import import_seed_file, report_lines
-from .rubrics.schema import load_rubric, save_rubric
+from .rubrics.schema import save_rubric
 from .scoring import error_report
 from .service.batch import grade_batch, stop_on_signals
 from .service.import_fit import fit_to_folder
@@ -255,18 +260,6 @@ def _print_check(check: SelfCheck) -> None:
     sys.stderr.flush()
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    assignment = load_assignment(Path(args.assignment))
-    if args.rubric:
-        assignment = dataclasses.replace(assignment, rubric=load_rubric(Path(args.rubric)))
-    check = check_assignment(assignment, GradeOptions(execute=not args.no_exec))
-    if args.json:
-        print(json.dumps(check.to_dict(), indent=2))
-    else:
-        print("\n".join(check.lines()))
-    return 0 if check.sound else 1
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     report = import_seed_file(Path(args.source), args.language)
     if args.assignment:  # fit to the assignment's own solution
@@ -342,13 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-install", action="store_true",
                    help="do not install the packages the assignment declares first")
     g.set_defaults(func=cmd_grade)
-    c = sub.add_parser("check", help="grade an assignment's own solution and template, and "
-                                     "report what would make its grades wrong")
-    c.add_argument("assignment", help="folder with assignment.toml (docs/rubric-format.md)")
-    c.add_argument("--no-exec", action="store_true", help="do not run the solution")
-    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    c.add_argument("--rubric", help="check this rubric file instead of the folder's")
-    c.set_defaults(func=cmd_check)
+    add_check_commands(sub)  # check, calibrate
     add_packages_command(sub)
     i = sub.add_parser("import-rubric", help="convert an old-system rubric to our format")
     i.add_argument("source")

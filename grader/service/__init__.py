@@ -8,9 +8,13 @@ interrupted batch; ``review`` lists stored grades, applies overrides and regrade
 ``sizing`` counts a batch's notebooks before it is graded; ``import_fit`` fits an imported
 old-system rubric to the assignment's own solution; ``import_words`` says an import's
 report in words; ``shelf`` archives, restores and deletes assignments (their grades
-kept); ``results`` gives the Grade page each student's grade under the rubric in force.
+kept); ``results`` gives the Grade page each student's grade under the rubric in force;
+``calibration`` measures the model routes on graded notebooks before they are trusted to
+judge (``calibration_figures``: the figures and the verdict; ``calibration_runs``: a
+calibration in the background, for the Dashboard).
 
 May import: every room below it (errors, types, notebooks, rubrics, assignment, analysis,
-sandbox, packages, layers, scoring, pipeline, store, letters, views) and ``inference``'s
+sandbox, packages, layers, scoring, pipeline, store, letters, views, anonymity) and
+``inference``'s
 public names.
 """

@@ -1,10 +1,11 @@
 """Where grades are kept: one SQLite file (WAL, migrations).
 
 ``database.Store`` holds assignments, rubric versions, grades, overrides with their
-audit trail, batches and submission files; ``schema`` has the tables, the migrations
-and the typed rows; ``batches`` and ``batch_owner`` record who grades a batch and find
-interrupted ones; ``carry`` carries overrides to a regrade; ``files`` keeps the
-submissions' bytes; ``serialize`` turns a ``GradeReport`` into JSON and back, exactly.
+audit trail, batches, submission files and calibrations; ``schema`` has the tables, the
+migrations and the typed rows; ``batches`` and ``batch_owner`` record who grades a batch
+and find interrupted ones; ``carry`` carries overrides to a regrade; ``files`` keeps the
+submissions' bytes; ``calibrations`` keeps how each model route judged graded examples;
+``serialize`` turns a ``GradeReport`` into JSON and back, exactly.
 
-May import: errors, types, safe_text.
+May import: errors, types, safe_text, anonymity (a report with names hidden).
 """

@@ -27,10 +27,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..anonymity import name_parts, redact_report
 from ..errors import StoreError
 from ..safe_text import scrub
 from ..types import GradeReport
 from .batches import StoreBatchesMixin
+from .calibrations import CalibrationRow, StoreCalibrationsMixin
 from .files import RubricVersionRow, StoreFilesMixin
 from .schema import (
     GRADE_SELECT,
@@ -46,8 +48,8 @@ from .schema import (
 )
 from .serialize import report_from_json, report_to_json
 
-__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "GradeRow", "OverrideRow",
-           "RubricVersionRow", "Store", "apply_overrides", "migrate"]
+__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "CalibrationRow", "GradeRow",
+           "OverrideRow", "RubricVersionRow", "Store", "apply_overrides", "migrate"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,7 @@ def apply_overrides(report: GradeReport, overrides: Iterable[OverrideRow]) -> Gr
                                score=math.fsum(c.points for c in criteria))
 
 
-class Store(StoreFilesMixin, StoreBatchesMixin):
+class Store(StoreFilesMixin, StoreBatchesMixin, StoreCalibrationsMixin):
     """The grade store over one SQLite file (``":memory:"`` for a throwaway one)."""
 
     def __init__(self, path: Path | str, timeout: float = 30.0) -> None:
@@ -293,7 +295,9 @@ class Store(StoreFilesMixin, StoreBatchesMixin):
                 (grade_id,)).fetchone()
         if anonymous and pseudonym is None:  # assign pseudonyms first, as list_grades does
             pseudonym = self.anonymise(aid)[name or sid or file]
-        if anonymous:
+        if anonymous:  # the student's own text says no name either (evidence, notes)
+            report = redact_report(report, name_parts(name or "", sid or "", file),
+                                   pseudonym or "")
             return dataclasses.replace(report, student_id="", display_name=pseudonym or "",
                                        file=anonymous_file(pseudonym or "", report.file))
         return dataclasses.replace(report, student_id=sid, display_name=name)

@@ -129,7 +129,15 @@ _V5 = _script("""ALTER TABLE batches ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     ALTER TABLE overrides ADD COLUMN carried_from INTEGER REFERENCES overrides(id);
     ALTER TABLE overrides ADD COLUMN note TEXT NOT NULL DEFAULT ''""")
 
-_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4, _V5)
+# The latest calibration of each model route (grader/service/calibration.py): when, which
+# route, server and model, what it ran over, and its figures as JSON
+# (``RouteCalibration.to_dict``), so the Dashboard shows the newest per route.
+_V6 = _script("""CREATE TABLE calibrations (id INTEGER PRIMARY KEY, created_at REAL NOT NULL,
+      role TEXT NOT NULL, route TEXT NOT NULL, server TEXT NOT NULL, model TEXT NOT NULL,
+      examples TEXT NOT NULL, fit INTEGER NOT NULL, figures_json TEXT NOT NULL);
+    CREATE INDEX calibrations_route ON calibrations(route, created_at)""")
+
+_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
