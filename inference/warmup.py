@@ -89,19 +89,3 @@ class Warmup:
         ready = [w.role for w in roles if w.state == "ready"]
         return (f"Loading models: {', '.join(loading) or 'starting'}..."
                 + (f" ({', '.join(ready)} ready)" if ready else ""))
-
-    def last_failure(self, within_s: float = 900.0, now: float | None = None) -> str:
-        """The newest failed model request of the last ``within_s`` seconds, in one line
-        ("" when none): a model that loaded may still fail on a request (a prompt over
-        its context, a server gone), and the instructor should read what happened."""
-        now = time.time() if now is None else now
-        failed = [m for m in self.client.history.recent(200)
-                  if m.error and now - (m.finished_at or m.started_at) <= within_s]
-        if not failed:
-            return ""
-        m = failed[-1]
-        ago = max(0, int(now - (m.finished_at or m.started_at)))
-        when = f"{ago} s ago" if ago < 120 else f"{ago // 60} min ago"
-        more = f" ({len(failed)} failed in the last {int(within_s // 60)} min)" \
-            if len(failed) > 1 else ""
-        return f"Last model request failed {when}, role {m.role}: {m.error}{more}"

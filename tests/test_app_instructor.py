@@ -16,9 +16,7 @@ from grader.service.batch import grade_batch
 from grader.service.jobs import GradeJob, running_jobs
 from grader.service.workspace import Workspace
 from grader.store.database import Store
-from inference import DisaggregatedClient, RequestMetrics
-from inference.warmup import Warmup
-from tests.conftest import make_config, open_app
+from tests.conftest import open_app
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"
@@ -95,23 +93,6 @@ def test_hidden_names_warn_that_canvas_cannot_import_the_csv(app_data: Path):
     assert "cannot import this Canvas CSV" in warned
     at.toggle(key="_anonymise_switch").set_value(False).run()
     assert "cannot import this Canvas CSV" not in " ".join(w.value for w in at.warning)
-
-
-def test_the_sidebar_says_which_model_request_failed_and_when(tmp_path: Path):
-    client = DisaggregatedClient(make_config(tmp_path, {"code": {}, "feedback": {}}))
-    try:
-        warm = Warmup(client)
-        assert warm.last_failure() == ""
-        now = time.time()
-        client.history.record(RequestMetrics(
-            request_id="r1", role="feedback", started_at=now - 200, finished_at=now - 190,
-            error="ContextOverflowError: prompt of 2400 tokens over n_ctx 2048"))
-        line = warm.last_failure(now=now)
-        assert line.startswith("Last model request failed 3 min ago, role feedback")
-        assert "ContextOverflowError" in line
-        assert warm.last_failure(within_s=60, now=now) == ""  # an old failure is not news
-    finally:
-        client.close()
 
 
 def test_the_assignment_chosen_on_one_page_is_where_the_others_open(app_data: Path):

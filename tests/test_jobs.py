@@ -326,7 +326,7 @@ def test_student_markdown_never_makes_the_browser_fetch_an_image(text, shown):
 
 
 def test_hidden_names_cover_id_and_email_lines_and_keep_the_layout():
-    from grader.service.review import _redact
+    from grader.anonymity import redact as _redact
 
     text = ("# Homework\n\n**Student Name:** Bex Tremaine\n\n**Student ID:** S-00102\n\n"
             "Email: someone@example.edu\nNet ID = xy12\nThe ID column: kept")

@@ -69,7 +69,7 @@ def _metrics_details(m: RequestMetrics) -> dict[str, Any]:
             "route": m.route, "method": m.method, "prompt_tokens": m.prompt_tokens,
             "cached_tokens": m.cached_tokens, "decode_tokens": m.decode_tokens,
             "ttft_s": round(m.ttft_seconds, 3), "total_s": round(m.total_seconds, 3),
-            "kv_bytes": m.kv_bytes}
+            "queue_s": round(m.queue_seconds, 3), "kv_bytes": m.kv_bytes}
 
 
 class LLMLayers:

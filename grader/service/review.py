@@ -15,7 +15,6 @@ yet are named (``InForce.missing``), never silently left out or mixed in.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any
 
 from inference import DisaggregatedClient
 
+from ..anonymity import name_parts, redact
 from ..errors import StoreError
 from ..layers.base import GradeOptions
 from ..notebooks.load import load_notebook
@@ -192,25 +192,6 @@ def not_carried_lines(carry: CarryResult, student: str = "") -> list[str]:
             for n in carry.not_carried]
 
 
-# A line where a student signs their work or says who they are: "Name: ...", "**Student:**
-# ...", "Author = ...", "**Student ID:** S-00102", "Email: ...", "NetID: ..."; in code only
-# as a comment ("# Name: ..."), so that `name = ...` stays code.
-_SIGNATURE = (r"(?:student(?:'s)?[ \t]+|full[ \t]+)?"
-              r"(?:(?:name|student|author)(?:[ \t]+(?:id|number|no\.?|#|e-?mail))?"
-              r"|id|sid|net\s*id|e-?mail)[ \t*_]*[:=][ \t*_]*)(\S.*?)[ \t]*$")
-_SIGNED_TEXT = re.compile(r"^([ \t>#*_-]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
-_SIGNED_COMMENT = re.compile(r"^([ \t]*#+[ \t]*" + _SIGNATURE, re.IGNORECASE | re.MULTILINE)
-
-
-def _redact(text: str, names: Sequence[str], pseudonym: str, code: bool = False) -> str:
-    """``text`` with the student's known names and ids, and whatever follows a "Name:"
-    (or "Student:", "Author:") at the start of a line, replaced by the pseudonym."""
-    for name in sorted({n for n in names if len(n) >= 3}, key=len, reverse=True):
-        text = re.sub(re.escape(name), pseudonym, text, flags=re.IGNORECASE)
-    signed = _SIGNED_COMMENT if code else _SIGNED_TEXT
-    return signed.sub(lambda m: m.group(1) + pseudonym, text)
-
-
 def submission_cells(store: Store, workspace: Workspace, grade_id: int,
                      anonymous: bool = False) -> list[CellView]:
     """The graded notebook's cells, labelled against the template; with names hidden,
@@ -224,9 +205,9 @@ def submission_cells(store: Store, workspace: Workspace, grade_id: int,
     if not anonymous:
         return cells
     pseudonym = store.get_report(grade_id, anonymous=True).display_name
-    names = [real.display_name, real.student_id, real.file.rsplit(".", 1)[0]]
-    return [CellView(c.index, c.kind, _redact(c.source, names, pseudonym, c.kind == "code"),
-                     _redact(c.outputs, names, pseudonym), c.origin, c.has_error, c.images)
+    names = name_parts(real.display_name, real.student_id, real.file)
+    return [CellView(c.index, c.kind, redact(c.source, names, pseudonym, c.kind == "code"),
+                     redact(c.outputs, names, pseudonym), c.origin, c.has_error, c.images)
             for c in cells]
 
 
