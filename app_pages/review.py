@@ -155,7 +155,14 @@ if not rows:
 # -- one grade -----------------------------------------------------------------------
 labels = {g.id: f"{g.display_name or g.file} ({g.file}): {points_text(g.score, g.max_score)}"
           for g in rows}
-gid = st.selectbox("Grade", list(labels), format_func=labels.__getitem__, key="review_grade")
+# One widget per way of naming students, the chosen grade carried across: the browser
+# keeps the label it was given with a selectbox's value, so a student's name stayed in
+# the box after "Hide student names" was switched on.
+grade_key, other_key = (("review_grade_hidden", "review_grade") if hidden
+                        else ("review_grade", "review_grade_hidden"))
+if st.session_state.get(grade_key) not in labels and st.session_state.get(other_key) in labels:
+    st.session_state[grade_key] = st.session_state[other_key]
+gid = st.selectbox("Grade", list(labels), format_func=labels.__getitem__, key=grade_key)
 report = store.get_report(gid, hidden)
 language = assignment.language
 left, right = st.columns([1, 1])

@@ -102,10 +102,27 @@ def test_anonymised_view_hides_names_everywhere(graded):
     table = _table(at)
     assert set(table["student"]) == {"Student 001", "Student 002", "Student 003"}
     assert not any("student04" in f for f in table["file"])
-    options = at.selectbox(key="review_grade").options
+    options = at.selectbox(key="review_grade_hidden").options
     assert len(options) == 3
     assert all(o.startswith("Student 00") for o in options)
     assert not any("student04" in o for o in options)
+
+
+def test_hiding_names_keeps_the_chosen_grade_in_a_box_of_its_own(graded):
+    """The browser keeps the label it was given with a selectbox's value: the box that
+    named the student is not the one shown with names hidden, and the grade chosen
+    goes across both ways."""
+    at = open_app(PAGE)
+    at.selectbox(key="review_grade").set_value(graded["student043"]).run()
+    at.toggle(key="_anonymise_switch").set_value(True).run()
+    assert not at.exception, at.exception
+    hidden = at.selectbox(key="review_grade_hidden")
+    assert hidden.value == graded["student043"]
+    assert hidden.format_func(hidden.value).startswith("Student 00")
+    assert not [s for s in at.selectbox if s.key == "review_grade"]
+    at.selectbox(key="review_grade_hidden").set_value(graded["student042"]).run()
+    at.toggle(key="_anonymise_switch").set_value(False).run()
+    assert at.selectbox(key="review_grade").value == graded["student042"]
 
 
 def test_regrade_shows_the_diff(graded):
