@@ -55,8 +55,8 @@ def report_detail(r: GradeReport, key: str, notebook: bytes | None = None) -> No
         st.dataframe(criterion_rows(r), hide_index=True, width="stretch")
         positions = cell_positions(notebook, r.file)
         for c in r.criteria:
-            label = f"{c.id}: {round(c.points, 2):g} / {c.max_points:g}" + (" (review)"
-                                                                   if c.needs_review else "")
+            label = f"{c.id}: {points_text(c.points, c.max_points)}" + (
+                " (review)" if c.needs_review else "")
             with st.expander(label):
                 st.dataframe(evidence_rows(r, c.id, positions), hide_index=True,
                              width="stretch")

@@ -43,7 +43,7 @@ from grader.service.results import results_in_force
 from grader.service.review import one_grade_per_student
 from grader.service.sizing import batch_size
 from grader.service.workspace import Upload, made_from
-from grader.views.reports import offline_markdown, problem_lines
+from grader.views.reports import offline_markdown, points_text, problem_lines
 
 sidebar()
 workspace, store = get_workspace(), get_store()
@@ -264,7 +264,7 @@ if job is not None and job.finished:
     for gid, why in result.unlike:
         r = shown.get(gid) or store.get_report(gid, hidden)
         score = "" if r.score is None else \
-            f" Its score, {r.score:g} / {r.max_score:g}, likely means nothing."
+            f" Its score, {points_text(r.score, r.max_score)}, likely means nothing."
         st.warning(offline_markdown(f"**{r.display_name or r.file}** ({r.file}): {why}.{score} "
                                     "Check that the assignment chosen was the right one."))
     if graded:
@@ -275,4 +275,5 @@ if job is not None and job.finished:
                          if job.assignment == name else None, store.get_file)
         who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
         pick = st.selectbox("Details of", list(who), key="grade_detail")
-        report_detail(reports[who[pick]], "grade_detail_view")
+        chosen = reports[who[pick]]  # its cells numbered as in its letter and in Review
+        report_detail(chosen, "grade_detail_view", store.get_file(chosen.sha256))

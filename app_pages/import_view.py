@@ -17,7 +17,7 @@ from grader.rubrics.import_seed import ImportReport
 from grader.service.import_words import advice_lines, worded_rows
 
 COLUMNS = {
-    "status": st.column_config.TextColumn("status", width="medium"),
+    "status": st.column_config.TextColumn("status", width=130),  # "not carried over"
     "in the old rubric": st.column_config.TextColumn(
         "in the old rubric", width="large", help="The item as the imported file has it."),
     "imported as": st.column_config.TextColumn(

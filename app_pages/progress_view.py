@@ -47,5 +47,12 @@ def follow_job(job: GradeJob, hide_names: bool, title: str = "") -> None:
         now_line.empty()
         left_line.empty()
         done = "Regraded" if job.kind == "regrade" else "Graded"
+        # notebooks graded before with this rubric are taken from the store, not graded
+        # again: said, so that "Graded 0 of 8" does not read as a failure
+        before = job.result.reused
         status.update(label=f"{done} {snap.done} of {snap.total} notebooks of {named} in "
-                            f"{job.result.seconds:.0f} s", state="complete", expanded=False)
+                            f"{job.result.seconds:.0f} s" + (
+                                f"; {before} {'was' if before == 1 else 'were'} graded "
+                                "before with this rubric (their stored grades are shown)"
+                                if before else ""),
+                      state="complete", expanded=False)

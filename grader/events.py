@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from .letters.numbers import points_text
 from .types import GradeReport
 
 EventKind = Literal["start", "layer", "tokens", "done"]
@@ -47,5 +48,5 @@ def describe(ev: GradeEvent) -> str:
         if r.status == "error":
             return f"{ev.file}: not graded: {r.error}"
         review = f", {len(r.needs_review)} criteria to review" if r.needs_review else ""
-        return f"{ev.file}: {r.score:g} / {r.max_score:g}{review}"
+        return f"{ev.file}: {points_text(r.score, r.max_score)}{review}"
     return f"{ev.file}: {ev.kind}"

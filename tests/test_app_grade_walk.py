@@ -6,6 +6,7 @@ to its assignment, and the results show the grades in force after a rubric edit.
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 from pathlib import Path
@@ -186,3 +187,30 @@ def test_results_show_the_grades_in_force_after_a_rubric_edit(app_data: Path):
     assert list(after["rubric"]) == [edited.version]  # the grade in force, as downloaded
     assert list(after["grade"]) != list(before["grade"])
     assert any("graded again since this batch" in i.value for i in at.info)
+
+
+def _grade_partial_twice(at) -> None:
+    at.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    for _ in range(2):  # the same sample again, without "Regrade": taken from the store
+        at.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+        at.checkbox(key="grade_execute").set_value(False)
+        at.checkbox(key="grade_llm").set_value(False)
+        at.button(key="grade_run").click().run()
+        assert not at.exception, at.exception
+
+
+def test_a_batch_graded_before_says_so_and_its_detail_numbers_cells(app_data: Path):
+    """Found by the browser walk: a batch whose notebooks were all graded before with
+    this rubric ended as "Graded 0 of 8 notebooks", as if it had failed; and the Grade
+    page's detail named the evidence's cells by their ids, where Review and the letter
+    number them."""
+    at = open_app(PAGE)
+    _grade_partial_twice(at)
+    (status,) = at.status
+    assert status.label.startswith("Graded 0 of 1 notebooks of “Retail sales analysis”")
+    assert status.label.endswith("; 1 was graded before with this rubric (their stored "
+                                 "grades are shown)")
+    cells = {v for e in at.expander if e.label.startswith("load-data:")
+             for v in e.dataframe[0].value["cell"].dropna()}
+    assert cells
+    assert all(re.fullmatch(r"cell \d+", c) for c in cells), cells

@@ -15,48 +15,25 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "artifacts" / "browser"
-SCREENSHOTS = ROOT / "docs" / "screenshots"  # written only with UPDATE_SCREENSHOTS=1
+from tests.browser_app import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    SCREENSHOTS,
+    running_app,
+    stacks,
+    wait_idle,
+)
+
 SUBMISSION = ROOT / "examples" / "retail-sales" / "submissions" / "partial.ipynb"
-# Chromium as root in a container, on a machine with no way out: no sandbox, no GPU,
-# none of the background connections it would try at start.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.llm, pytest.mark.slow]
-
-
-def _wait_idle(page) -> None:
-    """Until the app runs no script (Streamlit's running indicator is gone)."""
-    from playwright.sync_api import expect
-
-    page.wait_for_timeout(500)  # let a rerun that was just asked for begin
-    expect(page.get_by_test_id("stStatusWidget")).to_be_hidden(timeout=120_000)
-
-
-servers: dict[str, int] = {}  # url -> the app's pid, for a stack dump when it hangs
-
-
-def _stacks(url: str) -> str:
-    """The app's threads' stacks (faulthandler on SIGUSR1, see app_pages/shared.py), from
-    its log: what it was waiting on when the test gave up."""
-    os.kill(servers[url], signal.SIGUSR1)
-    time.sleep(2)
-    return (ARTIFACTS / "streamlit.log").read_text(errors="replace")[-6000:]
 
 
 def _with_tracker(tmp: Path) -> Path:
@@ -70,46 +47,10 @@ def _with_tracker(tmp: Path) -> Path:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def app_url(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = (ARTIFACTS / "streamlit.log").open("wb")
-    env = {**os.environ, "GRADER_DATA_DIR": str(tmp_path / "data")}
-    env.pop("GRADER_CONFIG", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log.name}") from None
-                time.sleep(0.3)
-        servers[url] = proc.pid
+    with running_app(tmp_path / "data") as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
@@ -133,17 +74,17 @@ def test_upload_grade_download_and_dashboard(app_url: str, tmp_path: Path):
             # pick the Python example, upload one of its submissions, grade with the models
             page.get_by_test_id("stSelectbox").filter(has_text="Assignment").click()
             page.get_by_role("option", name="Retail sales analysis", exact=False).click()
-            _wait_idle(page)
+            wait_idle(page)
             uploader = page.get_by_test_id("stFileUploader").filter(has_text="Student notebooks")
             uploader.locator("input[type=file]").set_input_files(str(_with_tracker(tmp_path)))
             expect(page.get_by_text(SUBMISSION.name)).to_be_visible(timeout=30_000)
-            _wait_idle(page)  # the upload's own rerun done: a click now is not lost
+            wait_idle(page)  # the upload's own rerun done: a click now is not lost
             page.get_by_role("button", name="Grade", exact=True).click()
             try:
                 expect(page.get_by_text("Graded 1 of 1 notebooks")).to_be_visible(
                     timeout=300_000)
             except AssertionError as exc:
-                raise AssertionError(f"{exc}\n--- the app's threads ---\n{_stacks(app_url)}"
+                raise AssertionError(f"{exc}\n--- the app's threads ---\n{stacks(app_url)}"
                                      ) from None
 
             score = page.get_by_test_id("stMetricValue").first

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..letters.build import letter_for, letter_html, letter_markdown, student_name
-from ..letters.numbers import cell_name, cell_number, percent_text, whole_percent
+from ..letters.numbers import cell_name, cell_number, percent_text, points_text, whole_percent
 from ..letters.pdf import letter_pdf
 from ..rubrics.schema import Rubric
 from ..safe_text import STEM_LIMIT, file_stem, scrub, utf8
@@ -33,8 +33,8 @@ from .basis import BasisOf, given_basis
 
 __all__ = ["canvas_csv", "cell_name", "cell_number", "feedback_html", "feedback_markdown",
            "feedback_pdf", "feedback_stems", "feedback_zip", "json_export", "letter_for",
-           "percent_text", "plain_csv", "safe_stem", "student_name", "whole_percent",
-           "write_exports"]
+           "percent_text", "plain_csv", "points_text", "safe_stem", "student_name",
+           "whole_percent", "write_exports"]
 
 
 def _pct(r: GradeReport) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ..errors import NotebookError
 from ..notebooks.load import load_notebook
+from ..rubrics.model_notes import sentence
 from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
 from ..scoring import DISAGREE, GATES, MANUAL
@@ -97,18 +98,8 @@ def percent(score: float, max_score: float) -> str:
 
 # --- model text -----------------------------------------------------------------------------
 
-_JUNK = {"none", "n/a", "na", "null", "true", "false", "positive", "negative", "neutral",
-         "met", "not met", "partial", "good", "ok", "yes", "no"}
-
-
-def sentence(text: str) -> str:
-    """``text`` when it reads as a sentence for a student, else "" (labels, numbers, JSON)."""
-    flat = " ".join(scrub(str(text)).split())
-    if flat.lower().strip(" .!") in _JUNK or flat[:1] in "{[\"'" or '":' in flat:
-        return ""
-    if len(re.findall(r"[^\W\d_]{2,}", flat)) < 3 or len(flat) < 15:
-        return ""
-    return cut(flat, 300)
+# Whether a note's text reads as a sentence is one rule for the pages and the letter
+# (``grader.rubrics.model_notes.sentence``).
 
 
 def _trusted(report: GradeReport, name: str) -> LayerResult | None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..events import GradeEvent, describe
+from ..exports.formats import points_text
 
 LAYERS = ("L1", "L2", "L3", "L4")
 STREAM_CHARS = 600  # the tail of each model's text kept for display
@@ -75,12 +76,12 @@ class BoardSnapshot:
         """A row per notebook, each layer's state in words ("done in 0.4 s", "running",
         "writing (57 tokens)", "replied (210 tokens)", "failed: ..."); ``hide_names``
         shows "notebook 1", ... in place of the uploaded file names (which often carry
-        the student's name)."""
+        the student's name). The score comes before the layers: in view on a laptop's
+        screen, where the table's last columns are scrolled to."""
         return [{"notebook": f"notebook {i}" if hide_names else n.file,
-                 "state": STATE_WORDS.get(n.state, n.state),
+                 "state": STATE_WORDS.get(n.state, n.state), "score": n.score,
                  **{LAYER_TITLES[layer]: layer_words(n, layer, self.models, self.at)
-                    for layer in LAYERS},
-                 "score": n.score}
+                    for layer in LAYERS}}
                 for i, n in enumerate(self.notebooks, 1)]
 
     def current(self) -> NotebookProgress | None:
@@ -224,7 +225,7 @@ class ProgressBoard:
                 r = ev.report
                 nb.state = "graded" if r.status == "graded" else "error"
                 nb.ended = now if nb.started else 0.0
-                nb.score = (f"{round(r.score, 1):g} / {r.max_score:g}"
+                nb.score = (points_text(r.score, r.max_score)
                             if r.score is not None else f"not graded: {r.error}")
             self._log.append(describe(ev))
             del self._log[:-self._log_lines]

@@ -24,6 +24,7 @@ from ..exports.formats import (
     cell_number,
     feedback_zip,
     percent_text,
+    points_text,
     student_name,
     whole_percent,
 )
@@ -215,14 +216,6 @@ def _diff_row(what: str, pa: float | None, ma: float | None, pb: float | None,
             "change (% points)": None if pct_a is None or pct_b is None
             else round(pct_b - pct_a, 1),
             "review before": review_a, "review after": review_b}
-
-
-def points_text(points: float | None, max_points: float | None) -> str:
-    """"3.5 / 5" (rounded to 2 decimals), "-" when there is no score."""
-    if points is None:
-        return "-"
-    return f"{round(points, 2):g} / {max_points:g}" if max_points is not None else \
-        f"{round(points, 2):g}"
 
 
 @dataclass(frozen=True, slots=True)
