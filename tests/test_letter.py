@@ -511,3 +511,19 @@ def test_letter_for_reads_notebook_bytes_and_survives_bad_ones(strings_dates):
     data = (a.submissions / "partial.ipynb").read_bytes()
     assert "cells 7 and 9" in letter_markdown(letter_for(r, a.rubric, data))
     assert "cell import\\_data" in letter_markdown(letter_for(r, a.rubric, b"not a notebook"))
+
+
+def test_the_same_grade_gives_the_same_pdf_dated_by_the_grade():
+    """A letter's PDF carries the grade's date, not the moment it was drawn: the Grade
+    page's ZIP and Review's hold the same file, and a download made again is the same."""
+    import time
+
+    from grader.letters.build import build_letter
+    from grader.letters.pdf import letter_pdf
+    from tests.test_store import make_report
+
+    report = make_report("aa")  # graded at 1700000000: 2023-11-14 22:13:20 UTC
+    first = letter_pdf(build_letter(report))
+    time.sleep(1.1)
+    assert letter_pdf(build_letter(report)) == first
+    assert b"D:20231114221320" in first

@@ -238,6 +238,12 @@ def build_letter(report: GradeReport, rubric: Rubric | None = None,
     """The student's letter for ``report``. ``rubric`` (the one graded with) gives the
     order, the parts' headings and the answers' lengths; ``notebook`` (the submission)
     names cells by position. ``title``: the assignment's title as the class knows it."""
+    letter = _letter(report, rubric, notebook, title)
+    return dataclasses.replace(letter, graded_at=report.created_at or 0.0)
+
+
+def _letter(report: GradeReport, rubric: Rubric | None, notebook: Notebook | None,
+            title: str) -> Letter:
     assignment = scrub(title or (rubric.title if rubric else "") or report.assignment)
     student = scrub(shown_name(student_name(report)))
     if report.status == "error" or report.score is None:

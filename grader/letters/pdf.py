@@ -16,6 +16,7 @@ import logging
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fpdf import FPDF
@@ -107,6 +108,8 @@ class _Writer:
         pdf.set_auto_page_break(True, margin=MARGIN_MM)
         pdf.set_title(self.fonts.fit(f"{letter.assignment} - {letter.student}", "sans"))
         pdf.set_creator("grader")
+        if letter.graded_at > 0:  # the grade's date: the same grade gives the same file
+            pdf.set_creation_date(datetime.fromtimestamp(letter.graded_at, UTC))
         pdf.footer_text = self.fonts.fit(cut(f"{letter.assignment} · {letter.student}", 70),
                                          "sans")
         pdf.add_page()

@@ -151,6 +151,7 @@ class Letter:
     problem: str = ""  # an ungraded submission: why, in plain words
     what_to_do: tuple[str, ...] = ()
     closing: str = CLOSING
+    graded_at: float = 0.0  # epoch seconds of the grade: the PDF's date (0: now)
 
     @property
     def model_label(self) -> str:

@@ -312,8 +312,9 @@ def _manual_row(crit: Criterion, kind: str, gid: str, where: str, asked: bool) -
                          todo)
     return ImportRow(f"manually graded code answer {gid!r}", where, True,
                      f"criterion {crit.id} (code: runs, and 0 while the stub is in it)",
-                     "nbgrader grades it by hand: here it must run and lose the stub, and "
-                     "the code model reads it; review these")
+                     "nbgrader grades it by hand. Here it earns its points when it runs "
+                     "and the stub is gone; whether it does the task is for you to judge "
+                     "on Review (the code model's notes are advice).")
 
 
 def _answered_in_code(nb: Any, index: int) -> bool:
