@@ -291,3 +291,17 @@ mode = "single"
     assert main(["calibrate", str(RETAIL), str(RETAIL), "--grades", "x.csv"]) == 2
     assert main(["check", str(RETAIL), "--limit", "2"]) == 2
     assert "are for --calibrate" in capsys.readouterr().err
+
+
+def test_the_headline_says_which_notebooks_were_not_graded_and_not_counted():
+    from grader.service.calibration import Calibration
+
+    route = RouteCalibration("code", "L3", "code:x/y", "s", "m", False, notebooks=11,
+                             judged=59, agreed=10)
+    run = Calibration(0.0, "the bundled examples", 12, (route,), problems=(
+        "r-joins/partial.ipynb: not graded (the kernel died)",))
+    line = run.headline()
+    assert line.startswith("Calibrated on 12 notebooks (1 of them not graded, so not "
+                           "counted: r-joins/partial.ipynb: not graded (the kernel died)):")
+    assert "the code role is not fit to judge" in line
+    assert Calibration.from_dict(run.to_dict()).headline() == line

@@ -204,7 +204,12 @@ class Calibration:
             f"the {r.role} role is {'fit' if r.fit else 'not fit'} to judge ("
             + (f"agrees with the checks on {r.rate:.0%} of {r.judged} criteria)"
                if r.rate is not None else "no criterion judged)") for r in self.routes)
-        return f"Calibrated on {self.notebooks} notebooks: {said or 'no model route ran'}."
+        skipped = [p for p in self.problems if ": not graded" in p]
+        apart = (f" ({len(skipped)} of them not graded, so not counted: {skipped[0]}"
+                 + (f", and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")"
+                 if skipped else "")
+        return (f"Calibrated on {self.notebooks} notebooks{apart}: "
+                f"{said or 'no model route ran'}.")
 
     def lines(self) -> list[str]:
         out = [f"Warning: {w}" for w in self.warnings]
