@@ -34,7 +34,7 @@ def follow_job(job: GradeJob, hide_names: bool, title: str = "") -> None:
             finished = job.finished  # read before the snapshot, so the last one is complete
             snap = job.wait(version)
             version = snap.version
-            bar.progress(snap.fraction, f"{snap.done} of {snap.total or '?'} notebooks graded")
+            bar.progress(snap.fraction, snap.counts())
             now_line.caption("Now: " + snap.headline(hide_names))
             left_line.caption(snap.estimate())
             table.dataframe(snap.rows(hide_names), hide_index=True, width="stretch")
@@ -48,10 +48,10 @@ def follow_job(job: GradeJob, hide_names: bool, title: str = "") -> None:
         left_line.empty()
         done = "Regraded" if job.kind == "regrade" else "Graded"
         # notebooks graded before with this rubric are taken from the store, not graded
-        # again: said, so that "Graded 0 of 8" does not read as a failure
-        before = job.result.reused
-        status.update(label=f"{done} {snap.done} of {snap.total} notebooks of {named} in "
-                            f"{job.result.seconds:.0f} s" + (
+        # again: counted apart, so that "Graded 0 of 8" does not read as a failure
+        before = snap.reused or job.result.reused
+        status.update(label=f"{done} {snap.done - snap.reused} of {snap.total} notebooks of "
+                            f"{named} in {job.result.seconds:.0f} s" + (
                                 f"; {before} {'was' if before == 1 else 'were'} graded "
                                 "before with this rubric (their stored grades are shown)"
                                 if before else ""),

@@ -1,7 +1,9 @@
 """Progress events of a grade, for live views (the app's Grade page).
 
 The pipeline reports each submission's start, each layer's end, the models'
-tokens as they are decoded, and the finished report. Sinks may be called from
+tokens as they are decoded, and the finished report; a batch also reports each
+submission whose stored grade it reuses ("reused": graded before with this rubric
+version, not graded again), before any grading starts. Sinks may be called from
 several threads at once (layers 3 and 4 run in parallel): a sink must be
 thread-safe, e.g. ``queue.Queue.put``.
 """
@@ -15,7 +17,7 @@ from typing import Literal
 from .letters.numbers import points_text
 from .types import GradeReport
 
-EventKind = Literal["start", "layer", "tokens", "done"]
+EventKind = Literal["start", "layer", "tokens", "done", "reused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +28,7 @@ class GradeEvent:
     text: str = ""  # a layer's outcome, or the decoded piece of a tokens event
     seconds: float = 0.0  # how long the layer took
     error: bool = False  # the layer crashed (its criteria go to review)
-    report: GradeReport | None = None  # with "done"
+    report: GradeReport | None = None  # with "done" and "reused"
 
 
 EventSink = Callable[[GradeEvent], None]
@@ -49,4 +51,8 @@ def describe(ev: GradeEvent) -> str:
             return f"{ev.file}: not graded: {r.error}"
         review = f", {len(r.needs_review)} criteria to review" if r.needs_review else ""
         return f"{ev.file}: {points_text(r.score, r.max_score)}{review}"
+    if ev.kind == "reused" and ev.report is not None:
+        r = ev.report
+        score = points_text(r.score, r.max_score) if r.score is not None else "not graded"
+        return f"{ev.file}: graded before with this rubric ({score}): stored grade reused"
     return f"{ev.file}: {ev.kind}"

@@ -122,6 +122,10 @@ class Grader:
             except Exception:  # a broken progress view must not cost a grade
                 log.exception("progress sink failed on %s", ev.kind)
 
+    def reused(self, item: GradeInput, report: GradeReport) -> None:
+        """Tell the live views that ``item``'s stored grade is reused, not graded again."""
+        self._emit(GradeEvent(item.name, "reused", report=report))
+
     def grade(self, item: GradeInput) -> GradeReport:
         self._emit(GradeEvent(item.name, "start"))
         report = self._grade(item)

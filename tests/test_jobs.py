@@ -340,3 +340,46 @@ def test_hidden_names_cover_id_and_email_lines_and_keep_the_layout():
     assert hidden.count("\n") == text.count("\n")  # blank lines are not swallowed
     code = _redact("# Student ID: S-1\nstudent_id = 'S-1'", [], "Student 002", code=True)
     assert code == "# Student ID: Student 002\nstudent_id = 'S-1'"
+
+
+def test_a_mixed_batch_counts_the_notebooks_graded_before_as_done(ws: Workspace,
+                                                                  monkeypatch):
+    """A batch of notebooks graded before and new ones counted the reused ones in the total
+    but never as done ("0 of 4 notebooks graded"), and estimated the time for all 4."""
+    class Board(ProgressBoard):  # a clock set by the events; a snapshot after each
+        def __init__(self, **kw) -> None:
+            self.t, self.seen = 100.0, []
+            super().__init__(clock=lambda: self.t, **kw)
+
+        def apply(self, ev: GradeEvent) -> None:
+            self.t += 30.0 if ev.kind == "done" else 0.0  # 30 s per new notebook
+            super().apply(ev)
+            self.seen.append((ev.kind, ev.file, self.snapshot()))
+
+    old = [_up("complete", "s1.ipynb"), _up("partial", "s2.ipynb")]
+    _finish(start_grading(ws, "retail-sales", old, GradeOptions(execute=False), None))
+    monkeypatch.setattr("grader.service.jobs.ProgressBoard", Board)
+    ups = [*old, _up("hardcoded", "s3.ipynb"), _up("template_only", "s4.ipynb")]
+    job = _finish(start_grading(ws, "retail-sales", ups, GradeOptions(execute=False), None))
+    assert (job.result.error, job.result.reused) == ("", 2)
+    seen = job.board.seen
+    assert [(k, f) for k, f, _ in seen if k in ("reused", "done")] == [
+        ("reused", "s1.ipynb"), ("reused", "s2.ipynb"), ("done", "s3.ipynb"),
+        ("done", "s4.ipynb")]
+    first = next(s for k, _, s in seen if k == "start")  # before any is graded here
+    assert (first.done, first.reused, first.total) == (2, 2, 4)
+    assert first.counts() == ("2 of 4 notebooks done (2 graded before with this rubric, "
+                              "0 graded now)")
+    assert first.estimate().startswith("No estimate yet: none of the 2 notebooks to grade ")
+    assert {r["notebook"]: r["state"] for r in first.rows()}["s1.ipynb"] == "graded before"
+    one = next(s for k, f, s in seen if (k, f) == ("done", "s3.ipynb"))
+    assert one.estimate() == ("About 30 s left for 1 notebook: 30 s per notebook, measured "
+                              "on the 1 notebook graded so far.")
+    last = job.board.snapshot()
+    assert (last.done, last.reused, last.total, last.estimate()) == (4, 2, 4, "")
+
+
+def _finish(job):
+    while not job.finished:
+        job.wait(-1, timeout=1)
+    return job

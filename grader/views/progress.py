@@ -10,7 +10,9 @@ reply is written while the other still writes would look busy for minutes. The b
 is therefore also told when model replies end (``replies``: the client's request
 history), and says "replied" for a layer whose reply ended after its last token. The
 estimate of the time left comes from the measured speed only (``BoardSnapshot.estimate``):
-before a notebook has finished it says so instead of guessing.
+before a notebook has finished it says so instead of guessing. A notebook whose stored
+grade the batch reuses (graded before with this rubric) is done from the start: counted
+in ``done`` and ``reused``, never in the measured speed nor in the time left.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ Replies = Callable[[], Sequence[tuple[str, float]]]
 @dataclass(slots=True)
 class NotebookProgress:
     file: str
-    state: str = "waiting"  # waiting | grading | graded | error
+    state: str = "waiting"  # waiting | grading | graded | error | before (stored grade)
     layers: dict[str, str] = field(default_factory=dict)  # layer -> "0.4 s" / "failed: ..."
     score: str = ""
     streams: dict[str, str] = field(default_factory=dict)  # layer -> tail of the text
@@ -67,10 +69,20 @@ class BoardSnapshot:
     version: int
     models: bool = True  # whether L3 and L4 run in this job
     at: float = 0.0  # the board's clock when the snapshot was taken
+    reused: int = 0  # of ``done``: notebooks graded before, their stored grades reused
 
     @property
     def fraction(self) -> float:
         return self.done / self.total if self.total else 0.0
+
+    def counts(self) -> str:
+        """The progress bar's words: "2 of 8 notebooks graded", and with notebooks graded
+        before, "6 of 8 notebooks done (5 graded before with this rubric, 1 graded now)"."""
+        total = self.total or "?"
+        if not self.reused:
+            return f"{self.done} of {total} notebooks graded"
+        return (f"{self.done} of {total} notebooks done ({self.reused} graded before with "
+                f"this rubric, {self.done - self.reused} graded now)")
 
     def rows(self, hide_names: bool = False) -> list[dict[str, str]]:
         """A row per notebook, each layer's state in words ("done in 0.4 s", "running",
@@ -111,8 +123,9 @@ class BoardSnapshot:
 
     def estimate(self) -> str:
         """The time left, from the speed measured in this job: the time since the first
-        notebook started over the notebooks graded since. Before any has finished, how
-        long the first has run and what of it is done (no number is made up)."""
+        notebook started over the notebooks graded since, times the notebooks still to
+        grade (those graded before count in neither). Before any has finished, how long
+        the first has run and what of it is done (no number is made up)."""
         if not self.total or self.done >= self.total:
             return ""
         started = [n.started for n in self.notebooks if n.started]
@@ -125,10 +138,12 @@ class BoardSnapshot:
             ended = [LAYER_TITLES[layer] for layer in LAYERS if layer in first.layers
                      or layer in first.replied]
             so_far = f" ({', '.join(ended)} done)" if ended else ""
-            return (f"No estimate yet: none of the {self.total} notebooks has finished; the "
-                    f"first has run for {duration(elapsed)}{so_far}.")
+            n = self.total - self.reused  # those graded before are done already
+            to_grade = f"{_plural(n, 'notebook')} to grade" if self.reused else f"{n} notebooks"
+            return (f"No estimate yet: none of the {to_grade} has finished; the first has "
+                    f"run for {duration(elapsed)}{so_far}.")
         per = elapsed / len(finished)
-        left = self.total - self.done
+        left = self.total - self.done  # those graded before are done from the start
         return (f"About {duration(per * left)} left for {_plural(left, 'notebook')}: "
                 f"{duration(per)} per notebook, measured on the "
                 f"{_plural(len(finished), 'notebook')} graded so far.")
@@ -149,7 +164,7 @@ def _doing(layer: str, state: str) -> str:
 
 
 STATE_WORDS = {"waiting": "waiting", "grading": "grading", "graded": "graded",
-               "error": "not graded"}
+               "error": "not graded", "before": "graded before"}
 LAYER_TITLES = {"L1": "Structure (L1)", "L2": "Run in the sandbox (L2)",
                 "L3": "Code analysis (L3)", "L4": "Written feedback (L4)"}
 
@@ -164,6 +179,8 @@ def layer_words(n: NotebookProgress, layer: str, models: bool = True,
     ``QUIET_S`` says for how long."""
     if layer in n.layers:
         return n.layers[layer]
+    if n.state == "before":
+        return "stored"
     if layer in ("L3", "L4") and not models:
         return "off"
     if n.state in ("graded", "error"):
@@ -218,6 +235,11 @@ class ProgressBoard:
                 nb.last_token[ev.layer] = now
                 nb.replied.discard(ev.layer)  # writing again (a repair, a second request)
                 return  # tokens are not log lines
+            elif ev.kind == "reused" and ev.report is not None:  # done from the start
+                nb.state = "before"
+                r = ev.report
+                nb.score = (points_text(r.score, r.max_score)
+                            if r.score is not None else f"not graded: {r.error}")
             elif ev.kind == "layer":
                 nb.layers[ev.layer] = (f"failed: {ev.text}" if ev.error
                                        else f"done in {ev.seconds:.1f} s")
@@ -256,6 +278,7 @@ class ProgressBoard:
                                       tokens=dict(n.tokens), last_token=dict(n.last_token),
                                       replied=set(n.replied))
                               for n in self._notebooks.values())
-            done = sum(n.state in ("graded", "error") for n in notebooks)
+            done = sum(n.state in ("graded", "error", "before") for n in notebooks)
+            reused = sum(n.state == "before" for n in notebooks)
             return BoardSnapshot(self._total, done, notebooks, tuple(self._log), self._version,
-                                 self._models, self._clock())
+                                 self._models, self._clock(), reused)
