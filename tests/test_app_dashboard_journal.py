@@ -9,13 +9,12 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from inference.dashboard.servers import plain
+from inference.dashboard.servers import _clock, plain
 from tests.conftest import open_app
 from tests.test_app_dashboard_servers import card, write_config
 
@@ -64,7 +63,7 @@ def test_the_dashboard_shows_the_failovers_links_and_decisions_of_a_cli_batch(
     assert set(came_up["server"]) == {"p", "d1", "d2"}  # at the batch's start
 
     # d1 has been down since the batch saw it go down, not since the app started.
-    clock = datetime.fromtimestamp(down_at).strftime("%H:%M:%S")
+    clock = _clock(down_at)  # the time of day, with the date past midnight
     assert down_at < started
     d1 = plain(f"kvserver at {batch['urls']['d1']} · down since {clock} · ")
     assert any(d1 in c.value for c in at.caption), [c.value for c in at.caption]
