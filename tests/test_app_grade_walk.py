@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
-import time
 from pathlib import Path
 
 from grader.layers.base import GradeOptions
 from grader.notebooks.archive import expand_uploads
 from grader.pipeline import GradeInput, Grader
 from grader.service.batch import grade_batch
-from grader.service.jobs import GradeJob
 from grader.service.workspace import Workspace
 from grader.store.database import Store
 from tests.conftest import open_app
+from tests.followed_job import followed_job
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"
@@ -26,16 +24,6 @@ COURSE = ROOT.parent / "shared" / "course-r" / "strings-dates"
 PAGE = "app_pages/grade.py"
 FILES = (("template", RETAIL / "template.ipynb"), ("solution", RETAIL / "solution.ipynb"),
          ("rubric", ROOT / "rubrics" / "retail-sales.json"))
-
-
-class FollowedJob(GradeJob):
-    """A real job that grades only once a page follows it: the page finds it running."""
-
-    followed = threading.Event()
-
-    def wait(self, since_version: int, timeout: float = 0.25):
-        self.followed.set()
-        return super().wait(since_version, timeout)
 
 
 def _create(at, title: str, files=FILES, form: int = 0) -> None:
@@ -62,22 +50,7 @@ def _grade(store: Store, app_data: Path, name: str, rubric=None) -> None:
 
 
 def test_a_reload_during_a_batch_chooses_the_batch_s_assignment(app_data: Path):
-    store = Store(app_data / "grader.db")
-    ws = Workspace(store)
-    data = (RETAIL / "submissions" / "partial.ipynb").read_bytes()
-
-    def collect():
-        files, problems = expand_uploads([("student042.ipynb", data)])
-        return [GradeInput.from_submission(f) for f in files], problems
-
-    def run(grader, items):
-        assert FollowedJob.followed.wait(120), "no page followed the job"
-        return grade_batch(grader, items, store, 1)
-
-    FollowedJob.followed.clear()
-    job = FollowedJob(ws, "retail-sales", collect, GradeOptions(execute=False, use_llm=False),
-                      None, run=run).start()
-    try:
+    with followed_job(app_data, "retail-sales", RETAIL / "submissions" / "partial.ipynb"):
         at = open_app(PAGE)  # a reload: a new session, nothing of the job in its state
         assert not at.exception, at.exception
         # not the first assignment listed (py-functions): the batch's, whose rubric it used
@@ -85,11 +58,6 @@ def test_a_reload_during_a_batch_chooses_the_batch_s_assignment(app_data: Path):
         (status,) = at.status
         assert "of “Retail sales analysis” (retail-sales)" in status.label  # the title
         assert not [i for i in at.info if "The assignment chosen above is" in i.value]
-    finally:
-        FollowedJob.followed.set()
-        while not job.finished:
-            time.sleep(0.05)
-        store.close()
 
 
 def test_the_create_form_starts_empty_and_names_the_files_used(app_data: Path):

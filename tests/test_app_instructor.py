@@ -3,55 +3,23 @@ after a reload, the intro, the sidebar's model state, the Canvas CSV under pseud
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from grader.layers.base import GradeOptions
-from grader.notebooks.archive import expand_uploads
-from grader.pipeline import GradeInput
-from grader.service.batch import grade_batch
-from grader.service.jobs import GradeJob, running_jobs
-from grader.service.workspace import Workspace
-from grader.store.database import Store
+from grader.service.jobs import running_jobs
 from tests.conftest import open_app
+from tests.followed_job import followed_job
 
 ROOT = Path(__file__).resolve().parents[1]
 RETAIL = ROOT / "examples" / "retail-sales"
 PAGE = "app_pages/grade.py"
 
 
-class FollowedJob(GradeJob):
-    """A real grading job that starts grading only once a page follows it (``wait``):
-    so the page is sure to find it running, however slowly the app starts."""
-
-    followed = threading.Event()
-
-    def wait(self, since_version: int, timeout: float = 0.25):
-        self.followed.set()
-        return super().wait(since_version, timeout)
-
-
 @pytest.mark.slow
 def test_a_page_drawn_afresh_follows_the_batch_that_runs_on(app_data: Path):
-    store = Store(app_data / "grader.db")
-    ws = Workspace(store)
-    data = (RETAIL / "submissions" / "complete.ipynb").read_bytes()
-
-    def collect():
-        files, problems = expand_uploads([("student042.ipynb", data)])
-        return [GradeInput.from_submission(f) for f in files], problems
-
-    def run(grader, items):
-        assert FollowedJob.followed.wait(120), "no page followed the job"
-        return grade_batch(grader, items, store, 1)
-
-    FollowedJob.followed.clear()
-    job = FollowedJob(ws, "retail-sales", collect, GradeOptions(execute=False, use_llm=False),
-                      None, run=run).start()
-    try:
+    with followed_job(app_data, "retail-sales", RETAIL / "submissions" / "complete.ipynb") \
+            as (job, ws):
         assert running_jobs(ws, "retail-sales") == [job]
         at = open_app(PAGE)  # a new session: nothing of the job in its state
         assert not at.exception, at.exception
@@ -62,11 +30,6 @@ def test_a_page_drawn_afresh_follows_the_batch_that_runs_on(app_data: Path):
         assert list(results["file"]) == ["student042.ipynb"]
         assert results["score"][0] == job.result.reports[0].score > 0
         assert running_jobs(ws) == []  # a finished job is no longer running
-    finally:
-        FollowedJob.followed.set()
-        while not job.finished:
-            time.sleep(0.05)
-        store.close()
 
 
 def test_the_intro_names_the_example_that_is_chosen(app_data: Path):

@@ -8,22 +8,19 @@ the first token; the real client."""
 from __future__ import annotations
 
 import argparse
-import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from inference import DisaggregatedClient, GenerationRequest, StreamInterrupted
 from inference.config import parse_config
 from tests.fake_kvserver import Handler, State
+from tests.test_failover_busy import Fake
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLD_S = 1.5  # how long the first server keeps the request before it is killed
@@ -32,30 +29,6 @@ HOLD_S = 1.5  # how long the first server keeps the request before it is killed
 def request(i: int = 0) -> GenerationRequest:
     return GenerationRequest.chat("code", "Answer briefly.", f"What does join {i} keep?",
                                   max_tokens=3, temperature=0.0)
-
-
-class Fake:
-    """One ``tests.fake_kvserver`` process."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fake_kvserver", "--role", "both", *args], cwd=ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        self.proc.stdout.close()
-        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-        if found is None:
-            self.kill()
-            raise RuntimeError(f"fake kvserver did not start: {line!r}")
-        self.url = found.group(1)
-
-    def count(self) -> dict[str, int]:
-        return dict(httpx.get(self.url + "/count").json())
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
 
 
 class Cutting(Handler):
@@ -103,7 +76,7 @@ def client_for(db: Path, urls: dict[str, str]) -> DisaggregatedClient:
 
 
 def test_a_failover_counts_its_ttft_from_the_first_attempt(tmp_path: Path):
-    a, b = Fake("--hold", "60"), Fake()  # a takes the request, then says nothing
+    a, b = Fake("both", "--hold", "60"), Fake("both")  # a takes the request, then says nothing
     killed: dict[str, float] = {}
 
     def kill_a_after_a_while() -> None:
@@ -139,7 +112,7 @@ def test_a_failover_counts_its_ttft_from_the_first_attempt(tmp_path: Path):
 
 def test_a_restarted_reply_is_one_row_with_a_note_naming_the_server(tmp_path: Path,
                                                                      cutting: str):
-    b = Fake()
+    b = Fake("both")
     seen: list[str] = []
     try:
         with client_for(tmp_path / "grader.db", {"a": cutting, "b": b.url}) as client:
@@ -163,7 +136,7 @@ def test_a_restarted_reply_is_one_row_with_a_note_naming_the_server(tmp_path: Pa
 
 def test_a_cut_reply_that_may_not_restart_is_an_error_row_naming_its_server(
         tmp_path: Path, cutting: str):
-    b = Fake()
+    b = Fake("both")
     try:
         with client_for(tmp_path / "grader.db", {"a": cutting, "b": b.url}) as client:
             with pytest.raises(StreamInterrupted) as cut:
