@@ -246,16 +246,15 @@ def requests_section() -> None:
 
 def notebooks_section() -> None:
     st.subheader("Parallel efficiency per graded notebook")
-    stats = notebook_llm_stats(store, limit=50, anonymous=anonymous(),
-                               history=client.history)
+    stats = notebook_llm_stats(store, limit=50, anonymous=anonymous())
     if not stats:
         st.info("No notebook graded with the LLM layers yet.")
         return
     st.caption("Busy seconds of the L3 and L4 requests over their wall time: 1.0 when they "
                "ran one after the other, 2.0 when they overlapped fully. Busy is the "
                "requests' own service time: the seconds they waited in a queue (queued) "
-               "are not counted; where those are not known (a dash), the grade's own "
-               "figure is shown.")
+               "are not counted. A grade made before queue time was kept shows a dash: "
+               "its own figure counted the queue as busy.")
     st.plotly_chart(efficiency_figure(stats), key="dash_efficiency")
     st.dataframe(readable(stats_rows(stats)), hide_index=True, width="stretch")
 

@@ -8,9 +8,8 @@ Each row also carries ``at``: when the request started, or, for one that failed
 before it started (no timestamps of its own), when it was recorded. Time windows
 and time series use ``at``, so such failures still show up in "the last hour".
 ``search``, ``count``, ``distinct`` and ``samples`` take a ``HistoryFilter`` and
-run as SQL on the file; without a file (or once closed) they read the ring. ``within``
-finds the requests of one span of work (a grade's model layer). TTFT and total seconds
-are the caller's, from its first attempt (see ``client`` and ``cluster.pooled``). The
+run as SQL on the file; without a file (or once closed) they read the ring. TTFT and
+total seconds are the caller's, from its first attempt (see ``client`` and ``cluster.pooled``). The
 servers' own history (events, KV links, route decisions) is ``cluster.journal``'s,
 in the same file.
 """
@@ -272,15 +271,6 @@ class MetricsHistory:
         if rows is None:
             return sorted((Sample.of(*e) for e in self._memory(flt)), key=lambda s: s.at)
         return [Sample(r[0] or 0.0, r[1], bool(r[2]), *r[3:]) for r in rows]
-
-    def within(self, route: str, started: float, finished: float,
-               limit: int = 100) -> list[RequestMetrics]:
-        """The successful requests of ``route`` that started at or after ``started`` and
-        finished by ``finished`` (epoch seconds), oldest first, at most ``limit``: the
-        requests of one span of work, such as a grade's model layer."""
-        found = self.search(HistoryFilter(route=route, status="ok", since=started,
-                                          until=finished + 1e-3), limit=limit)
-        return [e.metrics for e in reversed(found) if e.metrics.finished_at <= finished + 1e-6]
 
     def close(self) -> None:
         with self._lock, self._read_lock:

@@ -152,7 +152,8 @@ def test_a_bad_schema_is_an_error_and_is_recorded(app_data: Path):
 
 
 def llm_report(student: str, sha: str, eff: float) -> GradeReport:
-    details = {"total_s": 3.0, "parallel_wall_s": 6.0 / eff, "parallel_efficiency": eff,
+    details = {"total_s": 3.0, "queue_s": 0.0, "parallel_wall_s": 6.0 / eff,
+               "parallel_efficiency": eff,
                "route": "code:embedded/smollm2-135m"}
     return GradeReport(file=f"{student}.ipynb", sha256=sha, assignment="hw1",
                        rubric_version="v1", status="graded", score=3.0, max_score=5.0,

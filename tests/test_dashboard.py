@@ -322,7 +322,7 @@ def llm_layer(name: str, total: float, wall: float, error: str = "") -> LayerRes
     details = {"parallel_wall_s": wall, "parallel_efficiency": round(2 * total / wall, 3),
                "route": f"{'code' if name == 'L3' else 'feedback'}:embedded/smollm2-135m"}
     if not error:
-        details.update(total_s=total, prefill_tps=250.0, decode_tps=90.0)
+        details.update(total_s=total, queue_s=0.0, prefill_tps=250.0, decode_tps=90.0)
     return LayerResult(name, error=error, details=details)
 
 

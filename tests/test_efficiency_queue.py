@@ -1,37 +1,26 @@
 """Parallel efficiency per graded notebook counts the requests' own service time: the
 seconds a request waited in a queue (for the engine, behind the other layer's request)
-are not busy seconds. A real grade store and request history in one file."""
+are not busy seconds. The LLM layers compute it so and keep each layer's queued
+seconds; a grade made before they were kept shows its efficiency as unknown."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from grader.layers.llm import parallel_figures
 from grader.store.database import Store
 from grader.types import GradeReport, LayerResult
-from grader.views.model_timings import notebook_llm_stats, stats_rows
-from inference import MetricsHistory, RequestMetrics
+from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 
-T0 = 1_800_000_000.0
 CODE, FEEDBACK = "code:embedded/smollm2-135m", "feedback:embedded/smollm2-135m"
 
 
-def served(rid: str, route: str, start: float, total: float, queued: float
-           ) -> RequestMetrics:
-    return RequestMetrics(request_id=rid, role=route.split(":")[0], route=route,
-                          queue_seconds=queued, total_seconds=total, started_at=start,
-                          finished_at=start + total)
-
-
-def layer(name: str, route: str, start: float, total: float, wall: float,
+def layer(name: str, route: str, total: float, wall: float, eff: float,
           **extra: float) -> LayerResult:
-    return LayerResult(name, details={
-        "route": route, "total_s": total, "started_at": start, "finished_at": start + total,
-        "requests": 1, "parallel_wall_s": wall, "parallel_efficiency": round(8.0 / wall, 3),
-        **extra})
+    return LayerResult(name, details={"route": route, "total_s": total,
+                                      "parallel_wall_s": wall, "parallel_efficiency": eff,
+                                      **extra})
 
 
 def save(store: Store, student: str, layers: dict[str, LayerResult]) -> None:
@@ -44,48 +33,32 @@ def save(store: Store, student: str, layers: dict[str, LayerResult]) -> None:
         status="graded", score=1.0, max_score=1.0, layers=layers))
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[tuple[Store, MetricsHistory]]:
-    path = tmp_path / "grader.db"
-    store, history = Store(path), MetricsHistory(path)
-    yield store, history
-    history.close()
-    store.close()
-
-
-def test_queue_time_is_not_busy_time(db: tuple[Store, MetricsHistory]):
-    store, history = db
-    # L3 served in 3 s; L4 sent beside it waited those 3 s for the engine, then took 2 s:
-    # one after the other, 5 s of wall time. The reports say 8 busy seconds: 1.6.
-    history.record(served("l3", CODE, T0, 3.0, 0.0))
-    history.record(served("l4", FEEDBACK, T0, 5.0, 3.0))
-    # Another notebook's request on the same route inside the window (a batch worker).
-    history.record(served("other", FEEDBACK, T0 + 0.5, 2.0, 0.0))
-    save(store, "s1", {"L3": layer("L3", CODE, T0, 3.0, 5.0),
-                       "L4": layer("L4", FEEDBACK, T0, 5.0, 5.0)})
-    (reported,) = notebook_llm_stats(store)  # without the history: the report's figure
-    assert (reported.efficiency, reported.queued_seconds) == (1.6, None)
-    (stats,) = notebook_llm_stats(store, history=history)
-    assert stats.queued_seconds == 3.0
-    assert stats.efficiency == 1.0  # (3 + 5 - 3) / 5: no overlap at all
+def test_a_grade_with_its_queued_seconds_shows_them_and_its_efficiency(tmp_path: Path):
+    with Store(tmp_path / "grader.db") as store:
+        # L3 served in 3 s; L4 waited those 3 s for the engine, then took 2 s: 5 s wall,
+        # (3 + 5 - 3) / 5 = 1.0, as the layers now compute it.
+        save(store, "s1", {"L3": layer("L3", CODE, 3.0, 5.0, 1.0, queue_s=0.0),
+                           "L4": layer("L4", FEEDBACK, 5.0, 5.0, 1.0, queue_s=3.0)})
+        (stats,) = notebook_llm_stats(store)
+    assert (stats.queued_seconds, stats.efficiency) == (3.0, 1.0)
     row = stats_rows([stats])[0]
     assert (row["queued (s)"], row["parallel efficiency"]) == (3.0, 1.0)
 
 
-def test_queued_seconds_in_the_report_come_first(db: tuple[Store, MetricsHistory]):
-    store, _ = db
-    save(store, "s2", {"L3": layer("L3", CODE, T0, 3.0, 4.0, queue_s=0.0),
-                       "L4": layer("L4", FEEDBACK, T0, 5.0, 4.0, queue_s=1.0)})
-    (stats,) = notebook_llm_stats(store)
-    assert (stats.queued_seconds, stats.efficiency) == (1.0, 1.75)
+def test_a_grade_made_before_queue_time_was_kept_shows_no_efficiency(tmp_path: Path):
+    with Store(tmp_path / "grader.db") as store:
+        # its 1.6 counted the 3 s L4 waited as busy: not a measurement to show
+        save(store, "s2", {"L3": layer("L3", CODE, 3.0, 5.0, 1.6),
+                           "L4": layer("L4", FEEDBACK, 5.0, 5.0, 1.6)})
+        (stats,) = notebook_llm_stats(store)
+    assert (stats.queued_seconds, stats.efficiency) == (None, None)
+    assert stats_rows([stats])[0]["parallel efficiency"] is None
+    assert list(efficiency_figure([stats]).data[0].y) == []
 
 
-def test_requests_that_do_not_add_up_leave_the_queue_unknown(
-        db: tuple[Store, MetricsHistory]):
-    store, history = db
-    history.record(served("l3", CODE, T0, 2.9, 0.0))  # not the layer's 3.0 s
-    history.record(served("l4", FEEDBACK, T0, 5.0, 3.0))
-    save(store, "s3", {"L3": layer("L3", CODE, T0, 3.0, 5.0),
-                       "L4": layer("L4", FEEDBACK, T0, 5.0, 5.0)})
-    (stats,) = notebook_llm_stats(store, history=history)
-    assert (stats.queued_seconds, stats.efficiency) == (None, 1.6)
+def test_the_layers_leave_queue_time_out_of_busy_time():
+    out = {"L3": LayerResult("L3", details={"total_s": 3.0, "queue_s": 0.0}),
+           "L4": LayerResult("L4", details={"total_s": 5.0, "queue_s": 3.0})}
+    parallel_figures(out, 5.0)
+    assert [lr.details["parallel_efficiency"] for lr in out.values()] == [1.0, 1.0]
+    assert [lr.seconds for lr in out.values()] == [3.0, 5.0]

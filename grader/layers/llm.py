@@ -48,6 +48,19 @@ ADVISORY_STUDENT_TOKENS = 1800
 NOTED_CUTS = 5  # cuts named in the layer's note; the details list them all
 
 
+def parallel_figures(layers: dict[str, LayerResult], wall: float) -> None:
+    """Each layer's own seconds (its requests as the engine measured them, since they
+    ran beside the other layer's; else the wall of the two together), and the pair's
+    wall and parallel efficiency: busy seconds over wall, busy being the requests' own
+    service time, not the seconds they waited in a queue."""
+    busy = sum(lr.details.get("total_s", 0.0) - lr.details.get("queue_s", 0.0)
+               for lr in layers.values())
+    for lr in layers.values():
+        lr.seconds = float(lr.details.get("total_s") or wall)
+        lr.details["parallel_wall_s"] = round(wall, 3)
+        lr.details["parallel_efficiency"] = round(busy / wall, 3) if wall > 0 else 0.0
+
+
 def _merged(metrics: list[RequestMetrics]) -> RequestMetrics:
     """One layer's requests as one: token counts and busy seconds add up."""
     if len(metrics) == 1:
@@ -139,13 +152,7 @@ class LLMLayers:
                                             len(plans) + (i + 1) * (k - 1)]
                          if isinstance(s, GenerationResult)]) for i, p in mine]
             out[name] = self._layer(name, answers, ctx, k)
-        busy = sum(lr.details.get("total_s", 0.0) for lr in out.values())
-        for lr in out.values():
-            # the layer's own time: its requests as the engine measured them (they ran
-            # beside the other layer's), else the wall of the two together
-            lr.seconds = float(lr.details.get("total_s") or wall)
-            lr.details["parallel_wall_s"] = round(wall, 3)
-            lr.details["parallel_efficiency"] = round(busy / wall, 3) if wall > 0 else 0.0
+        parallel_figures(out, wall)
         return out
 
     def _layer(self, name: str,

@@ -7,14 +7,10 @@ seconds over wall seconds, 1.0 when the requests ran one after the other and 2.0
 when they overlapped fully. Grades without those details (graded without the
 LLM layers) are left out.
 
-A request's total seconds include the time it waited in a queue (for the engine, or
-on a busy server): two requests served one after the other, the second waiting for
-the first, would look fully overlapped. So busy seconds here are the requests' own
-service time: total minus queued seconds, the queued seconds taken from the layer's
-details (``queue_s``) or else from the request history (the client's
-``MetricsHistory.within``: the layer's own requests, of its route, from its first
-start to its last finish, their total seconds adding up to the layer's). Where neither
-knows them, the report's efficiency is shown and "queued" is left empty.
+Busy seconds are the requests' own service time, queue time left out
+(``grader.layers.llm`` computes the efficiency so and keeps each layer's queued seconds,
+``queue_s``). A grade made before the queued seconds were kept has an efficiency that
+counted them as busy: it is shown as unknown (a dash), never as measured.
 """
 
 from __future__ import annotations
@@ -24,26 +20,20 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import plotly.graph_objects as go
 
 from ..store.database import Store
 from ..store.schema import anonymous_file
 
-if TYPE_CHECKING:
-    from inference import MetricsHistory
-
 __all__ = ["NotebookLLMStats", "efficiency_figure", "notebook_llm_stats", "stats_rows"]
 
 log = logging.getLogger(__name__)
 
 _KEYS = ("details.total_s", "details.parallel_wall_s", "details.parallel_efficiency", "error",
-         "details.route", "details.started_at", "details.finished_at", "details.requests",
-         "details.queue_s")
+         "details.route", "details.queue_s")
 _PATHS = [f"$.layers.{layer}.{key}" for layer in ("L3", "L4") for key in _KEYS]
-MAX_CANDIDATES = 12  # history rows looked at to find one layer's requests
 # The key as it appears in the JSON text: student text inside the report is escaped,
 # so it cannot fake this (a cheap pre-filter before json_extract parses the report).
 _MARK = '"parallel_wall_s":'
@@ -64,7 +54,7 @@ class NotebookLLMStats:
     l3_seconds: float | None  # the L3 request's total seconds, as the engine measured it
     l4_seconds: float | None
     wall_seconds: float | None  # both requests, sent together, wall clock
-    efficiency: float | None  # busy seconds (queue time excluded where known) / wall
+    efficiency: float | None  # busy seconds (queue time excluded) / wall; None: unknown
     routes: str
     errors: str  # the layers' errors, if one failed
     queued_seconds: float | None = None  # the requests' time in a queue; None: unknown
@@ -91,59 +81,32 @@ class _Layer:
     eff: Any
     error: Any
     route: Any
-    started: Any
-    finished: Any
-    requests: Any
     queue: Any
 
 
-def _same(a: float, b: float) -> bool:
-    return abs(a - b) < 1e-6
-
-
-def _history_queue(layer: _Layer, history: MetricsHistory | None) -> float | None:
-    """The queued seconds of the layer's requests, found in the request history."""
-    total, start, finish = _num(layer.total), _num(layer.started), _num(layer.finished)
-    if history is None or not layer.route or total is None or not start or not finish:
-        return None
-    mine = history.within(str(layer.route), start, finish, limit=MAX_CANDIDATES + 1)
-    n = int(_num(layer.requests) or 1)
-    if len(mine) > MAX_CANDIDATES or n > len(mine):
-        return None
-    for group in combinations(mine, n):
-        if (_same(min(m.started_at for m in group), start)
-                and _same(max(m.finished_at for m in group), finish)
-                and abs(sum(m.total_seconds for m in group) - total) <= 0.001 * n + 1e-6):
-            return sum(m.queue_seconds for m in group)
-    return None
-
-
-def _queued(layers: Sequence[_Layer], history: MetricsHistory | None) -> float | None:
+def _queued(layers: Sequence[_Layer]) -> float | None:
     """The queued seconds of every layer that has a total, or None if one is unknown."""
     out = 0.0
     for layer in layers:
         if _num(layer.total) is None:
             continue
         q = _num(layer.queue)
-        q = q if q is not None else _history_queue(layer, history)
         if q is None:
             return None
         out += q
     return out
 
 
-def _stats(row: tuple, anonymous: bool,
-           history: MetricsHistory | None) -> NotebookLLMStats | None:
+def _stats(row: tuple, anonymous: bool) -> NotebookLLMStats | None:
     grade_id, assignment, _, file, pseudonym, created_at, extracted = row
     values = json.loads(extracted)
     l3, l4 = _Layer(*values[:len(_KEYS)]), _Layer(*values[len(_KEYS):])
     wall, eff = _first(l3.wall, l4.wall), _first(l3.eff, l4.eff)
     if wall is None:
         return None
-    queued = _queued((l3, l4), history)
-    if queued is not None and wall > 0:
-        busy = sum(t for x in (l3, l4) if (t := _num(x.total)) is not None) - queued
-        eff = round(max(0.0, busy) / wall, 3)
+    queued = _queued((l3, l4))
+    if queued is None:  # graded before queue time was kept: its figure counted it as busy
+        eff = None
     errors = "; ".join(f"{n}: {x.error}" for n, x in (("L3", l3), ("L4", l4)) if x.error)
     routes = ", ".join(dict.fromkeys(x.route for x in (l3, l4) if x.route))
     return NotebookLLMStats(int(grade_id), assignment,
@@ -152,12 +115,11 @@ def _stats(row: tuple, anonymous: bool,
                             routes, errors, queued)
 
 
-def notebook_llm_stats(store: Store, limit: int = 50, anonymous: bool = False,
-                       history: MetricsHistory | None = None) -> list[NotebookLLMStats]:
+def notebook_llm_stats(store: Store, limit: int = 50,
+                       anonymous: bool = False) -> list[NotebookLLMStats]:
     """The newest ``limit`` grades that ran the LLM layers, newest first. ``anonymous``
     names each notebook after its submission's pseudonym (assigned if missing, as
-    ``Store.list_grades`` does). ``history``: the request history, where the queued
-    seconds of reports that do not hold them are looked for (the module doc)."""
+    ``Store.list_grades`` does)."""
     rows = store._query(_SQL, (_MARK, limit), "list the LLM layers' timings")
     if anonymous:
         missing = sorted({r[2] for r in rows if r[4] is None})
@@ -165,7 +127,7 @@ def notebook_llm_stats(store: Store, limit: int = 50, anonymous: bool = False,
             store.anonymise(assignment_id)
         if missing:
             rows = store._query(_SQL, (_MARK, limit), "list the LLM layers' timings")
-    out = [s for r in rows if (s := _stats(r, anonymous, history)) is not None]
+    out = [s for r in rows if (s := _stats(r, anonymous)) is not None]
     log.debug("%d graded notebooks with LLM timings", len(out))
     return out
 
@@ -187,8 +149,9 @@ def stats_rows(stats: Iterable[NotebookLLMStats]) -> list[dict[str, Any]]:
 
 def efficiency_figure(stats: Sequence[NotebookLLMStats]) -> go.Figure:
     """Parallel efficiency per graded notebook, oldest on the left; dotted lines at 1.0
-    (one request after the other) and 2.0 (the two fully overlapped)."""
-    ordered = list(reversed(stats))
+    (one request after the other) and 2.0 (the two fully overlapped). Grades whose
+    efficiency is unknown are left out (their row says so)."""
+    ordered = [s for s in reversed(stats) if s.efficiency is not None]
     fig = go.Figure(go.Bar(
         x=[s.label for s in ordered], y=[s.efficiency for s in ordered],
         customdata=[[s.l3_seconds, s.l4_seconds, s.wall_seconds] for s in ordered],
