@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .health import HealthEvent
-from .measure import LinkEstimate, LinkTable
+from .measure import LINK_WINDOW, LinkEstimate, LinkTable
 from .routing import Decision, RouteOption
 
 __all__ = ["DECISIONS", "EVENTS", "LINKS", "MAX_ROWS", "ClusterJournal"]
@@ -49,7 +49,6 @@ QUEUE_SIZE = 10_000  # entries waiting for the writer; more are dropped (and cou
 BATCH = 256  # entries written in one transaction
 PRUNE_EVERY = 500  # entries written between two prunes
 OPEN_DECISIONS = 4096  # decisions whose outcome may still come
-LINK_WINDOW = 16  # the newest transfers per pair that an estimate is fitted to (LinkTable's)
 
 _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {EVENTS} (id INTEGER PRIMARY KEY AUTOINCREMENT, "

@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 PREFILL_BUCKETS = (256, 512, 1024, 2048, 4096, 8192)  # prompt-length bucket bounds
 
+LINK_WINDOW = 16  # the newest transfers per pair a link's estimate is fitted to
+
 
 @dataclass(frozen=True, slots=True)
 class LinkEstimate:
@@ -39,7 +41,7 @@ class LinkTable:
     seconds, at)``, when set, is told each transfer (the cluster journal); an exception
     there is logged, never raised into the request. Thread-safe."""
 
-    def __init__(self, window: int = 16, decay: float = 0.8, min_spread: float = 1.5,
+    def __init__(self, window: int = LINK_WINDOW, decay: float = 0.8, min_spread: float = 1.5,
                  clock: Callable[[], float] = time.time) -> None:
         if window < 1 or not 0 < decay <= 1 or min_spread < 1:
             raise ConfigError("link table: window >= 1, 0 < decay <= 1, min_spread >= 1")
