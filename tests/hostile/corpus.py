@@ -505,13 +505,13 @@ def _injection(b: _Builder, lang: str) -> None:
 
 
 def _forging(b: _Builder, lang: str) -> None:
-    assignment = str(forging.ASSIGNMENTS[lang])
-    for what, attack, twin, flagged in forging.variants(lang):
-        name = what.replace(" ", "-").replace("'", "")[:36]
-        honest = b.add("forging", lang, f"the twin of: {what}", twin, name=f"twin-{name}",
+    for v in forging.variants(lang):
+        assignment = str(v.assignment or forging.ASSIGNMENTS[lang])
+        name = v.what.replace(" ", "-").replace("'", "").replace("/", "-")[:36]
+        honest = b.add("forging", lang, f"the twin of: {v.what}", v.twin, name=f"twin-{name}",
                        clean=True, assignment=assignment)
-        b.add("forging", lang, what, attack, name=name, twin=honest.token,
-              assignment=assignment, **({"flag": forging.FLAG} if flagged else {}))
+        b.add("forging", lang, v.what, v.attack, name=name, twin=honest.token,
+              assignment=assignment, **({"flag": v.flag} if v.flag else {}))
 
 
 def _memory_cgroup() -> bool:

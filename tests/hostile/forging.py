@@ -14,8 +14,10 @@ file outside it: grading must refuse it, naming the file, and never show the sec
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +91,36 @@ def _edited(base: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
     return nb
 
 
-def variants(language: str) -> list[tuple[str, dict[str, Any], dict[str, Any], bool]]:
-    """(what, attack notebook, its honest twin, whether it must be flagged)."""
+@dataclass(frozen=True)
+class Variant:
+    """One attack beside its honest twin, graded against ``assignment``."""
+
+    what: str
+    attack: dict[str, Any]  # the notebook
+    twin: dict[str, Any]  # the same notebook without the attack
+    flag: str = ""  # the flag the attack must raise ("": none required)
+    assignment: Path | None = None  # None: ``ASSIGNMENTS[language]``
+
+
+def edited(base: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+    """``base`` with the sources of the cells named by id replaced (outputs cleared)."""
+    return _edited(base, sources)
+
+
+def variants(language: str) -> list[Variant]:
+    """Every forging attack of ``language`` with its twin: this module's tables, then
+    those of the modules in ``MORE`` (each with a ``variants(language)`` of its own)."""
     folder = ASSIGNMENTS[language]
     base = json.loads((folder / "submissions" / "template_only.ipynb").read_text("utf-8"))
     table = PYTHON if language == "python" else R
-    return [(what, _edited(base, attack), _edited(base, twin), flagged)
-            for what, (attack, twin, flagged) in table.items()]
+    out = [Variant(what, _edited(base, attack), _edited(base, twin), FLAG if flagged else "",
+                   folder) for what, (attack, twin, flagged) in table.items()]
+    for name in MORE:
+        out += importlib.import_module(f"tests.hostile.{name}").variants(language)
+    return out
+
+
+MORE: tuple[str, ...] = ()  # sibling modules with more attacks (each: variants(language))
 
 
 def link_assignment(folder: Path, secret: Path) -> Path:
