@@ -22,37 +22,33 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import math
 import os
 import shutil
-import signal
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import nbformat
 
 from grader.errors import SandboxError
 from grader.notebooks.load import strip_ansi
 from grader.sandbox import inspect_code as scan
-from grader.sandbox.cgroup import RunCgroup
 from grader.sandbox.check_tamper import check_findings
+from grader.sandbox.clean_names import CleanNames
 from grader.sandbox.inspect_code import VariableSummary
+from grader.sandbox.launch import RUNNER, Outcome, launch, python_for
 from grader.sandbox.layout import Layout
-from grader.sandbox.limits import SandboxUser, hand_over, limiter, reserve_user, run_memory_mb
+from grader.sandbox.limits import NOTEBOOK, SUPERVISOR, SandboxUser, hand_over, reserve_user
 from grader.sandbox.runs import make_run_folder
 from grader.sandbox.tamper import probe_code, probe_findings, static_findings
 from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
-from grader.sandbox.view import View, runtime_paths, sandbox_env, write_identity
+from grader.sandbox.view import View, runtime_paths, write_identity
 from grader.types import Evidence, Output
 
 if TYPE_CHECKING:
@@ -65,15 +61,13 @@ log = logging.getLogger(__name__)
 
 KERNELS = {"python": "python3", "r": "ir"}  # preferred kernel per language
 BWRAP = shutil.which("bwrap")
-RUNNER = Path(__file__).resolve().with_name("runner.py")
 # the runner's siblings it loads by path: the verifiers and what they share with the kernel
 BRIDGE_FILES = tuple(RUNNER.with_name(n) for n in (
     "runner_os.py", "runner_io.py", "runner_verdicts.py", "bridge.py", "datacodec.py",
     "pykernel.py", "pysummary.py", "pyremote.py", "pyverify.py", "rverify.py", "rverify.R",
-    "rkernel.R"))
+    "rkernel.R", "warden.py", "runner_kernel.py", "runner_start.py"))
 REPO = RUNNER.parents[2]  # never visible inside the sandbox
 GRACE_S = 90  # kernel start-up and inspection, on top of total_timeout_s
-SANDBOX_PROCESSES = 4  # bubblewrap's own processes, in the run's cgroup too
 
 
 @dataclass(frozen=True)
@@ -151,10 +145,12 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                      inspect: list[str], limits: ExecLimits = ExecLimits(),
                      workdir: Path | None = None,
                      tests: Sequence[InstructorTest] = (),
-                     env: RunEnv | None = None) -> ExecutionResult:
+                     env: RunEnv | None = None,
+                     clean: CleanNames | None = None) -> ExecutionResult:
     """Run ``nb`` in a fresh sandboxed kernel, then ``tests`` in it; never raises for a
     student's code. ``env``: the assignment's own packages (``grader.packages``): the
-    kernel starts from its venv, its R library comes first."""
+    kernel starts from its venv, its R library comes first. ``clean``: the names the
+    value checks take from the grader, never from the notebook (``clean_names``)."""
     started, language, names = time.perf_counter(), language.lower(), list(dict.fromkeys(inspect))
     kernel, sandboxed, notes = _kernel_name(language) or "", sandbox_available(), []
     tampering = static_findings(nb.get("cells", []), language)
@@ -180,7 +176,10 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                      "no network or filesystem isolation")
     probe_marker = f"@@grader-probe-{uuid.uuid4().hex}@@"
     try:
-        with reserve_user() if sandboxed else _as_grader() as user:
+        with contextlib.ExitStack() as held:
+            user = held.enter_context(reserve_user() if sandboxed else _as_grader())
+            # the runner and verifiers: a second uid of the run's own, when there is one
+            supervisor = held.enter_context(reserve_user()) if user.dedicated else None
             work = make_run_folder(workdir)
             try:
                 view = View((*runtime_paths(kernel, RUNNER), *(env.folders() if env else ()),
@@ -188,16 +187,18 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
                 layout = Layout.prepare(work, nb, data, sandboxed, view)
                 notes += layout.notes
                 write_identity(layout.identity, user.uid, user.gid, work / "home")
-                hand_over(work, user, keep=(layout.identity,))
+                hand_over(work, user, keep=(layout.identity,), supervisor=supervisor)
                 outcome = _run(layout, kernel, language, names,
-                               probe_code(language, probe_marker), limits, sandboxed, user, plan,
-                               env)
+                               probe_code(language, probe_marker), limits, sandboxed,
+                               (user, supervisor), plan, env, clean)
             finally:
                 if workdir is None:
                     shutil.rmtree(work, onerror=lambda *a: log.warning("cannot remove %s", a[1]))
     except (SandboxError, OSError) as exc:  # setting up the run failed: not the student's doing
         return failed(str(exc))
-    notes.append(outcome.containment(user, limits))
+    notes.append(outcome.containment(user, supervisor, limits.max_processes))
+    if outcome.why_killed:
+        notes.append(f"the sandbox was killed from outside: {outcome.why_killed}")
     probes = {e.get("when"): e for e in outcome.events if e.get("event") == "probe"}
     tampering += probe_findings(probes.get("before"), probes.get("after"), probe_marker)
     runs: dict[str, TestRun] = {}
@@ -223,49 +224,11 @@ def execute_notebook(nb: nbformat.NotebookNode, language: str, data: list[Path],
     return result
 
 
-def _environment(env: RunEnv | None) -> dict[str, str]:
-    """The runner's environment: the sandbox's, the assignment's R library first."""
-    out = sandbox_env()
-    if env is not None and env.r_library is not None:
-        out["R_LIBS"] = os.pathsep.join(p for p in (str(env.r_library), out.get("R_LIBS", ""))
-                                        if p)
-    return out
-
-
 def _as_grader() -> contextlib.nullcontext[SandboxUser]:
     return contextlib.nullcontext(SandboxUser(os.getuid(), os.getgid(), dedicated=False))
 
 
-@dataclass
-class _Outcome:
-    events: list[dict[str, Any]]
-    killed: bool  # by the wall clock
-    nproc: int  # RLIMIT_NPROC set
-    cgroup: str  # what the run's cgroup was ("" without one)
-    refused_forks: int  # counted by the cgroup
-    oom_kills: int = 0  # processes the cgroup's memory bound killed
-
-    def containment(self, user: SandboxUser, limits: ExecLimits) -> str:
-        """What bounded the run's processes, as the runner saw it from inside."""
-        me = next((e for e in self.events if e.get("event") == "start"), {})
-        if user.dedicated and me.get("uid") == user.uid and me.get("cap_eff") == 0:
-            text = (f"student code ran as uid {user.uid}, reserved for this run, without "
-                    f"capabilities: at most {self.nproc} processes and threads (RLIMIT_NPROC)")
-        elif os.geteuid() == 0:
-            text = ("the grader runs as root and student code did not run as a uid of its own:"
-                    " the kernel exempts it from the process limit")
-        else:
-            text = (f"student code ran as the grader's user: at most {self.nproc} processes "
-                    f"and threads of that user (RLIMIT_NPROC, {limits.max_processes} on top of "
-                    "its own)")
-        if self.cgroup:
-            text += f"; {self.cgroup}"
-        if self.refused_forks:
-            text += f"; the process limit refused {self.refused_forks} forks"
-        return text
-
-
-def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
+def _result(outcome: Outcome, names: list[str], kernel: str, language: str,
             started: float, sandboxed: bool, notes: list[str],
             tampering: list[Evidence]) -> ExecutionResult:
     events, killed = outcome.events, outcome.killed
@@ -277,9 +240,12 @@ def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
              for e in events if e.get("event") == "cell"]
     stop, fatal = kinds.get("stop", {}).get("reason", ""), kinds.get("fatal", {}).get("error", "")
     error = "" if "start" in kinds else f"the kernel could not start: {fatal}"
-    if killed or stop == "dead" or (not error and "done" not in kinds):
-        notes.append("the total time limit was reached: the sandbox was killed" if killed else
+    if killed or stop in ("dead", "unresponsive") or (not error and "done" not in kinds):
+        notes.append("the run's time limit was reached: the sandbox was killed" if killed else
                      "the kernel died; later cells were not run" if stop == "dead" else
+                     "the kernel stopped answering after a cell went past its time limit; "
+                     "later cells, the inspection and the tests were not run"
+                     if stop == "unresponsive" else
                      f"the run ended early, later cells did not run: {fatal or 'runner killed'}")
     got = kinds.get("inspect", {"error": error or "execution stopped"})
     bound = kinds.get("bridge", {}).get("error", "")
@@ -289,78 +255,32 @@ def _result(outcome: _Outcome, names: list[str], kernel: str, language: str,
     seconds = round(time.perf_counter() - started, 3)
     log.info("ran %d cells in %.1f s (%s, sandboxed=%s)", len(cells), seconds, kernel, sandboxed)
     return ExecutionResult(cells, variables, kernel, language, seconds,
-                           killed or stop in ("timeout", "total"), sandboxed, error, notes,
+                           killed or stop in ("timeout", "total", "unresponsive"), sandboxed,
+                           error, notes,
                            tampering)
 
 
 def _run(layout: Layout, kernel: str, language: str, names: list[str], probe: str,
-         limits: ExecLimits, sandboxed: bool, user: SandboxUser,
-         plan: TestPlan | None = None, env: RunEnv | None = None) -> _Outcome:
-    """Start the runner; return its events and how its processes were bounded."""
-    read_fd, write_fd = os.pipe()
+         limits: ExecLimits, sandboxed: bool, users: tuple[SandboxUser, SandboxUser | None],
+         plan: TestPlan | None = None, env: RunEnv | None = None,
+         clean: CleanNames | None = None) -> Outcome:
+    """The runner's spec, and its run (``grader.sandbox.launch``)."""
+    user, supervisor = users
     switch = sandboxed and user.dedicated
-    spec = {"notebook": str(layout.work / "notebook.ipynb"), "kernel": kernel,
+    spec = {"notebook": str(layout.work / NOTEBOOK), "kernel": kernel,
             "language": language, "inspect": names,
             "probe": probe, "work": str(layout.work), "cwd": str(layout.cwd),
-            "events_fd": write_fd, "cell_timeout_s": limits.cell_timeout_s,
-            "total_timeout_s": limits.total_timeout_s}
+            "supervisor_dir": str(layout.work / SUPERVISOR),
+            "cell_timeout_s": limits.cell_timeout_s, "total_timeout_s": limits.total_timeout_s,
+            **({"clean": clean.to_json()} if clean is not None else {})}
     # the tests' own limits, and one more run of the notebook should a test stop the kernel
     extra = math.ceil(plan.budget_s) + limits.total_timeout_s if plan is not None else 0
     if plan is not None:
         spec |= {"tests": list(plan.items), "ping": plan.ping,
                  "replay_budget_s": limits.total_timeout_s}
-    (layout.work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     prefix = layout.view.argv(str(BWRAP), layout.work, layout.cwd, layout.tops, layout.identity,
-                              switch_user=switch) if sandboxed else []
-    python = str(env.python) if env and env.python else sys.executable
-    argv = [*prefix, python, "-I", str(RUNNER), str(layout.work / "spec.json"),
-            *(["--user", f"{user.uid}:{user.gid}"] if switch else [])]
-    events: list[dict[str, Any]] = []
-
-    def read_events() -> None:
-        with os.fdopen(read_fd, "rb") as stream:
-            for line in stream:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    log.warning("unreadable event from the sandbox runner: %r", line[:200])
-
-    reader = threading.Thread(target=read_events, daemon=True)
-    cgroup = RunCgroup.create(limits.max_processes + SANDBOX_PROCESSES,
-                              memory_mb=run_memory_mb(limits.memory_mb))
-    nproc = user.nproc(limits.max_processes)
-    preexec = limiter(limits.memory_mb, limits.max_file_mb, nproc,
-                      limits.total_timeout_s + GRACE_S + extra,
-                      cgroup.join if cgroup.folders else None)
-    # the runner's log lives outside the work folder, which the student's code may rewrite
-    with tempfile.TemporaryFile() as runner_log:
-        try:
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=layout.cwd, env=_environment(env), stdin=subprocess.DEVNULL,
-                    stdout=runner_log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                    preexec_fn=preexec, start_new_session=True)
-            except (OSError, subprocess.SubprocessError) as exc:
-                os.close(read_fd)
-                raise SandboxError(f"cannot start the sandbox runner: {exc}") from exc
-            finally:
-                os.close(write_fd)
-            reader.start()
-            try:
-                proc.wait(timeout=limits.total_timeout_s + GRACE_S + extra)
-                killed = False
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                killed = True
-            reader.join(timeout=30)
-            refused, described, oom = (cgroup.refused_forks(), cgroup.describe(),
-                                       cgroup.oom_kills())
-        finally:
-            cgroup.close()
-        if not any(e.get("event") in ("start", "fatal") for e in events):
-            runner_log.seek(0)
-            tail = runner_log.read().decode("utf-8", errors="replace").strip()[-1000:]
-            raise SandboxError(f"the sandbox runner exited with {proc.returncode} before the "
-                               f"kernel started: {tail}")
-    return _Outcome(events, killed, nproc, described, refused, oom)
+                              switch_user=switch,
+                              two_users=switch and supervisor is not None) if sandboxed else []
+    return launch(layout, prefix, spec, python_for(env), users, switch, limits.memory_mb,
+                  limits.max_file_mb, limits.max_processes,
+                  limits.total_timeout_s + GRACE_S + extra, env)

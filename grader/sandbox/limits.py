@@ -40,8 +40,8 @@ from pathlib import Path
 
 from grader.errors import SandboxError
 
-__all__ = ["SandboxUser", "hand_over", "limiter", "reserve_user", "run_memory_mb",
-           "uid_processes"]
+__all__ = ["NOTEBOOK", "SUPERVISOR", "SandboxUser", "hand_over", "limiter", "reserve_user",
+           "run_memory_mb", "uid_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ POOL_SIZE = 4096
 LOCKS = "grader-sandbox-uids"
 RELEASE_WAIT_S = 10.0
 RUN_OVERHEAD_MB = 512  # the runner (nbclient) and bubblewrap, beside the student's code
+NOTEBOOK = "notebook.ipynb"  # in the work folder: what the runner runs
+SUPERVISOR = "supervisor"  # in the work folder: the runner's own, out of the kernel's reach
 
 
 @dataclass
@@ -186,17 +188,35 @@ def _known(uid: int) -> bool:
     return False
 
 
-def hand_over(work: Path, user: SandboxUser, keep: tuple[Path, ...] = ()) -> None:
-    """Give the run's uid the work folder (mode 0700); ``keep`` stays the grader's."""
+def hand_over(work: Path, user: SandboxUser, keep: tuple[Path, ...] = (),
+              supervisor: SandboxUser | None = None) -> None:
+    """Give the run's uid the work folder (mode 0700); ``keep`` stays the grader's.
+
+    With a ``supervisor`` uid (the runner and the verifiers), the work folder itself, the
+    notebook file and the supervisor's own folder (``SUPERVISOR``, made here) are its; the
+    folder's group is the kernel uid's and its mode 0710: the kernel uid reaches its own
+    folders inside (home, the working directory, tmp, the data) but cannot list the work
+    folder, nor enter the supervisor's folder, which holds the connection files and what
+    the verifiers write; other users of the host reach nothing."""
     if not user.dedicated:
         return
+    if supervisor is not None:
+        for sub in ("", "runtime", "tmp"):
+            (work / SUPERVISOR / sub).mkdir(mode=0o700, exist_ok=True)
+    theirs = {work, work / NOTEBOOK, work / SUPERVISOR} if supervisor is not None else set()
     for folder, dirs, files in os.walk(work):
         dirs[:] = [d for d in dirs if Path(folder, d) not in keep]
         for name in [".", *dirs, *files]:
             path = Path(folder, name)
-            if path not in keep:
-                os.chown(path, user.uid, user.gid, follow_symlinks=False)
-    work.chmod(0o700)
+            if path in keep:
+                continue
+            owner = supervisor if supervisor is not None and (
+                path in theirs or path.is_relative_to(work / SUPERVISOR)) else user
+            os.chown(path, owner.uid, user.gid if path == work else owner.gid,
+                     follow_symlinks=False)
+    work.chmod(0o710 if supervisor is not None else 0o700)
+    if supervisor is not None:
+        (work / NOTEBOOK).chmod(0o600)
 
 
 def run_memory_mb(memory_mb: int) -> int:

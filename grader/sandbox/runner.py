@@ -22,7 +22,9 @@ happen (so that everything done before a kill is kept):
     {"event": "probe", "when": "before", "text": <its stdout>, "error": ...}
     {"event": "cell", "index": 3, "cell_id": ..., "ok": ..., "error": ..., "outputs": [...],
      "flooded": [<stream names past MAX_STREAM>], "seconds": ...}
-    {"event": "stop", "reason": "timeout" | "dead" | "total"}
+    {"event": "stop", "reason": "timeout" | "dead" | "total" | "unresponsive"}
+                                  (unresponsive: after a timeout, the kernel no longer
+                                   answers a ping; the inspection and tests are not made)
     {"event": "probe", "when": "after", ...}
     {"event": "bridge", "error": ...}          (the preamble failed: nothing can be judged)
     {"event": "inspect", "values": [<summary>, ...], "error": ...}
@@ -72,6 +74,11 @@ from nbclient.exceptions import DeadKernelError
 
 INSPECT_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 20
+VERIFIER_START_S = 60  # the R verifier's start, on top of a test's or the inspection's time
+INTERRUPT_S = 30  # a cell past its time: nbclient's interrupt and the kernel's answer
+SHUTDOWN_S = 30
+PING_S = 10  # a kernel that does not answer a ping this soon after a timeout is given up
+PINGS = {"python": "pass", "r": "invisible(NULL)"}
 TIMEOUT = "CellTimeoutError"
 
 
@@ -92,13 +99,27 @@ _Client, normalise, merged_streams = _io.Client, _io.normalise, _io.merged_strea
 reply_error, first_error, _text, MAX_TEXT = _io.reply_error, _io.first_error, _io.text, _io.MAX_TEXT
 
 
-def run(spec: dict[str, Any], sink: IO[str]) -> int:
+def run(spec: dict[str, Any], sink: IO[str], warden: Any = None) -> int:
+    """Run the spec's notebook, writing events to ``sink``. With ``warden`` the kernel is
+    started as the kernel uid by the warden (``runner_kernel``), and this process keeps
+    its own folders; without, the kernel is this process's child, of its uid."""
     def emit(**event: Any) -> None:
         sink.write(json.dumps(event) + "\n")
         sink.flush()
 
-    if spec.get("work"):
-        os.environ.update(_sibling("runner_os").kernel_environment(Path(spec["work"])))
+    def expect(phase: str, within: float) -> None:
+        """Say the next phase's bound: the grader kills the sandbox when it passes."""
+        emit(event="expect", phase=phase, within=round(float(within), 3))
+
+    work = Path(spec["work"]) if spec.get("work") else None
+    kernel_env = _sibling("runner_os").kernel_environment(work) if work else {}
+    if warden is None:
+        os.environ.update(kernel_env)
+    else:
+        os.environ.update(_sibling("runner_os").supervisor_environment(
+            Path(spec["supervisor_dir"])))
+        _sibling("runner_kernel").configure(warden, kernel_env, kernel_env.get(
+            "JUPYTER_RUNTIME_DIR", ""))
     nb = nbformat.reads(Path(spec["notebook"]).read_text(encoding="utf-8"), as_version=4)
     # On a timeout nbclient interrupts the kernel and answers with this error (rather than
     # raising CellTimeoutError, which leaves a task behind that swallows later output).
@@ -117,6 +138,8 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
         extra_arguments=(["--HistoryManager.enabled=False"]
                          if spec["kernel"].startswith("python") else []),
         resources={"metadata": {"path": spec["cwd"]}},
+        **({"kernel_manager_class": _sibling("runner_kernel").WardenKernelManager}
+           if warden is not None else {}),
     )
     replies: dict[int, Any] = {}
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.update(
@@ -125,6 +148,7 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
     bridge = _bridge(spec) if spec.get("inspect") or spec.get("tests") else None
     try:
         with contextlib.ExitStack() as kernel:
+            expect("the kernel's start", spec.get("startup_timeout_s", 60) + PROBE_TIMEOUT_S)
             kernel.enter_context(client.setup_kernel())
             emit(event="start", kernel=spec["kernel"], **_sibling("runner_os").identity())
             if bridge is not None:
@@ -144,16 +168,25 @@ def run(spec: dict[str, Any], sink: IO[str]) -> int:
             ran_s = time.monotonic() - started - (tests.spent if tests is not None else 0.0)
             if stop:
                 emit(event="stop", reason=stop)
-            if probe and stop != "dead":
+            if stop in ("timeout", "total") and not _answers(client, nb, spec, replies, expect):
+                stop = "unresponsive"  # stopped, or deaf to the interrupt: nothing more to ask
+                emit(event="stop", reason=stop)
+            if probe and stop not in ("dead", "unresponsive"):
+                expect("the probe after the notebook", PROBE_TIMEOUT_S)
                 emit(event="probe", when="after", **_hidden(client, nb, probe, replies))
             if bridge is not None and spec.get("inspect"):
+                expect("the inspection of the notebook's values",
+                       INSPECT_TIMEOUT_S + VERIFIER_START_S)
                 _inspect(client, nb, bridge, spec["inspect"], stop, replies, emit)
             if tests is not None:
                 tests.rest(stop, ran_s)
             if bridge is not None:
                 emit(event="tampering", found=bridge.tampering())
+            expect("the kernel's shutdown", SHUTDOWN_S)
     except Exception as exc:
-        emit(event="fatal", error=f"{type(exc).__name__}: {exc}")
+        tail = _sibling("runner_kernel").output_tail() if warden is not None else ""
+        emit(event="fatal", error=f"{type(exc).__name__}: {exc}" + (
+            f" (the kernel wrote: {tail[-1500:]})" if tail else ""))
         raise
     emit(event="done")
     return 0
@@ -176,6 +209,7 @@ def _run_cells(client: _Client, nb: Any, spec: dict[str, Any], deadline: float,
         if remaining <= 1:
             return "total"
         client.timeout = max(1, math.ceil(min(spec["cell_timeout_s"], remaining)))
+        emit(event="expect", phase=f"cell {index}", within=client.timeout + INTERRUPT_S)
         started, error, stop = time.perf_counter(), "", ""
         cell.outputs = []  # never report the student's stored outputs as fresh ones
         client.flooded, client.sent = set(), {}
@@ -236,6 +270,15 @@ def _cell(client: NotebookClient, nb: Any, code: str, timeout: float,
             "error": first_error(outputs) if error is None else error}
 
 
+def _answers(client: NotebookClient, nb: Any, spec: dict[str, Any], replies: dict[int, Any],
+             expect: Any) -> bool:
+    """Whether the kernel still answers (a cell past its time may have left it stopped
+    or deaf to the interrupt): a ``ping`` cell within PING_S."""
+    expect("a check that the kernel still answers", PING_S)
+    return _cell(client, nb, spec.get("ping") or PINGS.get(spec.get("language", ""), "1"),
+                 PING_S, replies)["outcome"] == "ok"
+
+
 def _hidden(client: NotebookClient, nb: Any, code: str,
             replies: dict[int, Any]) -> dict[str, str]:
     """Run ``code`` as a cell the notebook does not keep: its stdout and error."""
@@ -254,7 +297,7 @@ def _bridge(spec: dict[str, Any]) -> Any:
         raise ValueError(f"no verifier for language {spec.get('language')!r}")
     module = _sibling(name)
     cls = module.PythonBridge if name == "pyverify" else module.RBridge
-    return cls(secrets.token_hex(8), spec.get("work", ""))
+    return cls(secrets.token_hex(8), spec.get("work", ""), clean=spec.get("clean"))
 
 
 def _asker(client: NotebookClient, nb: Any, replies: dict[int, Any]) -> Any:
@@ -270,8 +313,9 @@ def _asker(client: NotebookClient, nb: Any, replies: dict[int, Any]) -> Any:
 
 def _inspect(client: NotebookClient, nb: Any, bridge: Any, names: list[str], stop: str,
              replies: dict[int, Any], emit: Any) -> None:
-    if stop == "dead":
-        emit(event="inspect", values=[], error="the kernel died before inspection")
+    if stop in ("dead", "unresponsive"):
+        emit(event="inspect", values=[], error="the kernel died before inspection"
+             if stop == "dead" else "the kernel stopped answering before inspection")
         return
     try:
         values, error = bridge.inspect(list(names), _asker(client, nb, replies))
@@ -283,23 +327,31 @@ def _inspect(client: NotebookClient, nb: Any, bridge: Any, names: list[str], sto
 _OPS = types.SimpleNamespace(cell=_cell, hidden=_hidden, asker=_asker, run_cells=_run_cells)
 
 
-def main(argv: list[str]) -> int:
-    process = _sibling("runner_os")
-    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--user"):
-        sys.stderr.write("usage: python -m grader.sandbox.runner SPEC_JSON [--user UID:GID]\n")
-        return 2
-    if len(argv) == 4:
-        uid, _, gid = argv[3].partition(":")
-        process.become(int(uid), int(gid))
-    process.undumpable()
-    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    os.chdir(spec["cwd"])
+def _events(spec: dict[str, Any], warden: Any = None) -> int:
     fd = spec.get("events_fd")
     if fd is None:
-        return run(spec, sys.stdout)
+        return run(spec, sys.stdout, warden)
     os.set_inheritable(fd, False)  # the kernel must not inherit the pipe
     with os.fdopen(fd, "w", encoding="utf-8") as sink:
-        return run(spec, sink)
+        return run(spec, sink, warden)
+
+
+def main(argv: list[str]) -> int:
+    process, start = _sibling("runner_os"), _sibling("runner_start")
+    options = start.options(argv)
+    if options is None:
+        sys.stderr.write("usage: python -m grader.sandbox.runner SPEC_JSON|fd:N "
+                         "[--user UID:GID [--kernel-user UID:GID]]\n")
+        return 2
+    spec = start.read_spec(options["spec"])  # as root: before any uid of the run's
+    if "--kernel-user" in options:
+        return start.supervise(spec, start.ids(options["--user"]),
+                               start.ids(options["--kernel-user"]), _events)
+    if "--user" in options:
+        process.become(*start.ids(options["--user"]))
+    process.undumpable()
+    os.chdir(spec["cwd"])
+    return _events(spec)
 
 
 if __name__ == "__main__":

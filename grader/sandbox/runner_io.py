@@ -19,6 +19,9 @@ __all__ = ["MAX_STREAM", "MAX_TEXT", "Client", "first_error", "merged_streams", 
 
 MAX_TEXT = 100_000  # characters kept per output
 MAX_STREAM = 2_000_000  # characters a cell's stdout or stderr may send before the rest is dropped
+# what a hidden cell of the bridge may send: its data line, of at most the export's limit of
+# values; past it the line is cut (no marker, no valid JSON: the checks cannot be trusted)
+MAX_BRIDGE = 256_000_000
 RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 
 
@@ -32,7 +35,8 @@ class Client(NotebookClient):
     """nbclient, dropping what a cell writes to a stream past MAX_STREAM characters as the
     messages arrive (a cell printing forever used to fill the runner's memory until it
     failed); the streams a cell flooded are in ``flooded``. Hidden cells of the bridge
-    (``capped`` false) are kept whole: their answer is one long line."""
+    (``capped`` false) are kept up to MAX_BRIDGE characters: their answer is one long
+    line, and a kernel flooding it makes the answer unreadable, never a verdict."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -41,15 +45,16 @@ class Client(NotebookClient):
     def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
                cell_index: int) -> Any:
         content = msg.get("content") or {}
-        if self.capped and msg.get("msg_type") == "stream":
+        if msg.get("msg_type") == "stream":
+            limit = MAX_STREAM if self.capped else MAX_BRIDGE
             key = (msg.get("parent_header", {}).get("msg_id"), content.get("name", ""))
             seen, piece = self.sent.get(key, 0), str(content.get("text", ""))
             self.sent[key] = seen + len(piece)
-            if seen + len(piece) > MAX_STREAM:
+            if seen + len(piece) > limit:
                 self.flooded.add(key[1])
-                if seen >= MAX_STREAM:
+                if seen >= limit:
                     return None
-                msg = {**msg, "content": {**content, "text": piece[:MAX_STREAM - seen]}}
+                msg = {**msg, "content": {**content, "text": piece[:limit - seen]}}
         return super().output(outs, msg, display_id, cell_index)
 
 

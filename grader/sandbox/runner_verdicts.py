@@ -28,6 +28,7 @@ from typing import Any
 __all__ = ["PING_TIMEOUT_S", "Tests", "flat"]
 
 PING_TIMEOUT_S = 10
+VERIFIER_START_S = 60  # the R verifier's start, beside a test's own time
 SHOWN = 60  # characters of a position's text quoted in a note
 
 
@@ -81,8 +82,9 @@ class Tests:
         """After the notebook (whose cells took ``ran_s``): the tests without a position,
         and those not run at theirs."""
         self.ran_s = ran_s
-        if stop == "dead" and not self.broken:
-            self.broken = "the kernel died while the notebook ran"
+        if stop in ("dead", "unresponsive") and not self.broken:
+            self.broken = ("the kernel died while the notebook ran" if stop == "dead" else
+                           "the kernel stopped answering after a cell went past its time")
         missed = [(t, f"the notebook stopped ({stop or 'early'}) before the cell it runs "
                    "after: run after the cells that ran") for i in sorted(self.due)
                   for t in self.due[i]]
@@ -96,8 +98,11 @@ class Tests:
             self.emit(event="test", id=test["id"], outcome="not run", text="", error=self.broken)
             return
         ask = self.ops.asker(self.client, self.nb, self.replies)
+        self.emit(event="expect", phase=f"test {test['id']}",
+                  within=float(test["timeout_s"]) + PING_TIMEOUT_S + VERIFIER_START_S)
         try:
-            got = dict(self.bridge.test(test["code"], test["timeout_s"], ask, live=live))
+            got = dict(self.bridge.test(test["code"], test["timeout_s"], ask, live=live,
+                                        **({"clean": test["clean"]} if "clean" in test else {})))
         except Exception as exc:  # the verifier itself broke: say so, never a pass
             got = {"outcome": "ok", "status": "unreliable", "seconds": 0.0, "note": "",
                    "detail": f"the verifier failed: {type(exc).__name__}: {exc}"}
@@ -123,6 +128,8 @@ class Tests:
             return (f"test {after} stopped the kernel, and no time is left to run the notebook "
                     f"again for the {what} after it")
         client, nb, replies = self.client, self.nb, self.replies
+        self.emit(event="expect", phase=f"the notebook's run again after test {after}",
+                  within=left + VERIFIER_START_S)
         self.kernel.close()  # shuts the stuck or dead kernel down
         self.kernel.enter_context(client.setup_kernel())
         self.kernel.callback(self.bridge.close)

@@ -166,13 +166,19 @@ class View:
         return ""
 
     def argv(self, bwrap: str, work: Path, cwd: Path, tops: set[str], identity: Path,
-             switch_user: bool) -> list[str]:
-        """The bwrap command line (up to and including ``--``)."""
+             switch_user: bool, two_users: bool = False) -> list[str]:
+        """The bwrap command line (up to and including ``--``). ``switch_user``: the
+        runner starts as root and becomes the run's uid at once; ``two_users``: it first
+        remounts ``/proc`` (CAP_SYS_ADMIN), then keeps only what its warden needs to start
+        and kill the kernel as another uid (``grader.sandbox.warden``)."""
         argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
                 "--cap-drop", "ALL"]
-        if switch_user:  # the runner, started as root, becomes the run's own uid at once
+        if switch_user:
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        if switch_user and two_users:
+            argv += ["--cap-add", "CAP_KILL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
+                     "CAP_SETPCAP"]
         for name in SYSTEM_ENTRIES:
             argv += _show(Path("/", name))
         argv += ["--dir", "/etc"]
