@@ -282,4 +282,5 @@ def test_the_packages_a_notebook_attaches_are_the_verifiers_too(run):
         "passed", "the notebook redefines T: the test used R's own")
     summaries, error = bridge.inspect(["=survey %>% summarise(m = mean(age))"], kernel)
     assert (error, summaries[0]["type"], summaries[0]["values"]) == ("", "tbl_df", [[35]])
-    assert bridge.tampering() == []
+    # T, a name the test takes from R, bound by the notebook to another value: reported
+    assert [t.split(",")[0] for t in bridge.tampering()] == ["the notebook binds T"]

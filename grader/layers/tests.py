@@ -10,26 +10,51 @@ criterion goes to review, and its message says it is not charged to the student.
 result that cannot be believed (the notebook tampers with the tests) or a test that
 could not run is "error" too. A hidden test counts like any other; its result is
 marked ``hidden`` so that only the instructor sees its name, code and message.
+
+The names a test takes from outside the notebook (Python's built-ins, the solution's
+imports, R's base and the solution's packages: ``grader.sandbox.clean_names``) are the
+verifier's own, never the student's; a notebook binding that shadows one is reported as
+tampering with the checks (the ``check_tampering`` flag sends the grade to review).
 """
 
 from __future__ import annotations
 
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion, Rubric
+from ..sandbox.clean_names import CleanNames, clean_names
 from ..sandbox.execution import ExecutionResult, InstructorTest, TestRun
 from ..types import CheckResult, CheckStatus, Evidence
+from .base import AssignmentContext
 
-__all__ = ["instructor_tests", "key_of_test", "score_test"]
+__all__ = ["assignment_names", "assignment_tests", "instructor_tests", "key_of_test", "score_test"]
 
 
 def key_of_test(criterion_id: str, name: str) -> str:
     return f"{criterion_id}/{name}"
 
 
-def instructor_tests(rubric: Rubric) -> list[InstructorTest]:
-    """The rubric's tests, in rubric order, as the sandbox runs them."""
-    return [InstructorTest(key_of_test(c.id, ch.name), ch.code, ch.timeout_s, ch.after)
+def instructor_tests(rubric: Rubric, clean: CleanNames | None = None) -> list[InstructorTest]:
+    """The rubric's tests, in rubric order, as the sandbox runs them; ``clean``: the names
+    they take from outside the notebook (``grader.sandbox.clean_names``, read off the
+    solution)."""
+    return [InstructorTest(key_of_test(c.id, ch.name), ch.code, ch.timeout_s, ch.after, clean)
             for c in rubric.criteria for ch in c.evaluated if ch.type == "test"]
+
+
+def assignment_names(actx: AssignmentContext) -> CleanNames:
+    """The clean namespace of the assignment's tests and value checks, read off its
+    solution once per assignment (``grader.sandbox.clean_names``). No lock: the solution's
+    run asks for it while it holds ``actx.lock``, and reading it twice does no harm."""
+    names = actx.cache.get("clean_names")
+    if names is None:
+        names = clean_names(actx.assignment.language, actx.solution_raw)
+        actx.cache["clean_names"] = names
+    return names
+
+
+def assignment_tests(actx: AssignmentContext) -> list[InstructorTest]:
+    """The assignment's tests as the sandbox runs them, with their clean namespace."""
+    return instructor_tests(actx.rubric, assignment_names(actx))
 
 
 def describe(run: TestRun) -> str:

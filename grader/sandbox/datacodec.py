@@ -8,7 +8,12 @@ always true, a ``str`` subclass or a list subclass with a forged ``__len__`` arr
 an opaque reference (``{"$": "obj", "type": ..., "ref": n}``) that the verifier never
 compares with data. Functions, classes and other objects are references too: the side
 that holds them keeps them in ``refs`` and the other side can only ask it to call them
-or read an attribute (``grader.sandbox.pyverify``).
+or read an attribute (``grader.sandbox.pyverify``). A function's reference names its
+``module`` and ``qualname`` (so the verifier can tell the notebook's ``abs`` from
+Python's); an object's names its class's ``module`` and ``type`` and whether the class
+is the notebook's ``own`` (``own_class``: made by Python code, and not the class its
+module holds under that name), read through ``type``'s own descriptors so that a
+metaclass cannot answer for them.
 
 Data: None, bool, int, float, str, bytes, complex, list, tuple, dict, set, frozenset,
 datetime's and decimal's values, numpy arrays (numeric, bool, string, datetime, object)
@@ -20,15 +25,49 @@ Categorical and extension arrays, Timestamp, Timedelta, NaT, NA. A value larger 
 This file runs in two places: imported by the runner (outside the student's reach) and,
 as source, inside the kernel's preamble, executed in a namespace of its own whose
 built-ins are a copy taken before the student's first cell; so it uses nothing but
-built-ins, the modules handed to ``Codec`` and ``sys.modules`` for numpy and pandas.
+built-ins, the modules handed to ``Codec``, ``sys.modules`` for numpy and pandas, and
+``os``'s functions bound when it is loaded.
 """
 
+import os
 import sys
 
 MAX_ELEMENTS = 1_000_000
 MAX_DEPTH = 60
 _PLAIN = (type(None), bool, int, str)
 _STD = ("datetime", "date", "time", "timedelta", "Decimal", "Fraction")
+_TYPE = dict(type.__dict__)  # type's own descriptors, taken now
+_HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code, not a built-in C type
+_ACCESS, _DIRNAME, _W_OK = os.access, os.path.dirname, os.W_OK  # bound before student code
+
+
+def _text(value):
+    return value if type(value) is str else ""
+
+
+def own_class(t):
+    """Whether class ``t`` is the notebook's own: a class made by Python code (a heap
+    type) that is not a library's: of ``__main__``, claiming a module's name for a class
+    that module does not hold, or of a module whose file lies where this process can
+    write (the run's folders: a module the notebook wrote and imported; in the sandbox
+    every installed library is read-only)."""
+    try:
+        if not _TYPE["__flags__"].__get__(t) & _HEAP:
+            return False
+        module, name = _TYPE["__module__"].__get__(t), _TYPE["__qualname__"].__get__(t)
+        if type(module) is not str or module == "__main__":
+            return True
+        home = holder = sys.modules.get(module)
+        if not isinstance(holder, type(sys)):
+            return True
+        for part in name.split("."):
+            holder = vars(holder).get(part)
+            if holder is None:
+                return True
+        where = vars(home).get("__file__")
+        return holder is not t or type(where) is not str or _ACCESS(_DIRNAME(where), _W_OK)
+    except Exception:
+        return True
 
 
 class Codec:
@@ -60,7 +99,7 @@ class Codec:
             return x if x == x and x not in (float("inf"), float("-inf")) else {
                 "$": "float", "v": repr(x)}
         if depth > MAX_DEPTH:
-            return self.ref(x, "obj", type=t.__qualname__, module=t.__module__)
+            return self.obj(x, t)
         if t in (list, tuple, set, frozenset):
             if len(x) > self.max_elements:
                 return {"$": "big", "type": t.__name__, "shape": [len(x)]}
@@ -93,12 +132,20 @@ class Codec:
                 return got
         if t.__module__ == "types" or t.__name__ in ("builtin_function_or_method", "method",
                                                      "function", "partial"):
-            return self.ref(x, "fn", name=str(getattr(x, "__name__", "") or ""))
+            return self.ref(x, "fn", name=_text(getattr(x, "__name__", "")),
+                            module=_text(getattr(x, "__module__", "")),
+                            qualname=_text(getattr(x, "__qualname__", "")))
         if t is type:
-            return self.ref(x, "class", name=x.__qualname__, module=x.__module__)
+            return self.ref(x, "class", name=x.__qualname__, module=_text(x.__module__),
+                            own=own_class(x))
         if t.__name__ == "module" and t.__module__ == "builtins":
             return self.ref(x, "module", name=x.__name__)
-        return self.ref(x, "obj", type=t.__qualname__, module=t.__module__)
+        return self.obj(x, t)
+
+    def obj(self, x, t):
+        """An object that is not data: by reference, with its class's names."""
+        return self.ref(x, "obj", type=_text(t.__qualname__), module=_text(t.__module__),
+                        own=own_class(t))
 
     def array(self, a, depth):
         if a.size > self.max_elements:
@@ -113,7 +160,7 @@ class Codec:
         elif kind == "O":
             flat = [self.enc(v, depth + 1) for v in a.ravel().tolist()]
         else:
-            return self.ref(a, "obj", type="ndarray", module="numpy")
+            return self.ref(a, "obj", type="ndarray", module="numpy", own=False)
         return {"$": "ndarray", "dtype": a.dtype.str, "shape": list(a.shape), "v": flat}
 
     def column(self, values, pd, depth):

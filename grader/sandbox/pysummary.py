@@ -6,16 +6,22 @@ and containers as the inspection always summarised them (see that module's docst
 the conventions), an opaque object of the student's by its type's name and the ``repr``
 the kernel gave for it, and a value too big to travel (``Big``) by its type and shape.
 The verifier computes these with its own pandas and numpy: no method of the student's
-objects runs here.
+objects runs here. ``summary_of`` is one name's summary in a value check: a variable's,
+or an instructor's expression (``=...``) evaluated in the namespace the verifier built
+(``pyverify``), where an object of the notebook's own class answers nothing
+(``pyremote.Remote``): its type is named with its class's module, or as the notebook's,
+so a class named ``Series`` never passes for pandas' ``Series``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Big", "summarise"]
+__all__ = ["Big", "summarise", "summary_of"]
 
 MAX_CELLS = 20_000
 HEAD_ROWS = 5
@@ -136,3 +142,37 @@ def summarise(x: Any, remote_type: str = "", remote_repr: str = "",
     else:
         s["head"] = repr(x)[:500]
     return s
+
+
+def summary_of(name: str, ns: dict[str, Any], unreadable: dict[str, str],
+               passthrough: tuple[type[BaseException], ...], student_error: type[Exception],
+               shown: Callable[[Any], tuple[str, str] | None]) -> dict[str, Any]:
+    """One name's summary: a variable of ``ns`` or an expression (``=...``) evaluated in
+    it. ``passthrough``: the errors that end the whole inspection (the kernel stopped,
+    the bridge failed); ``student_error``: an error of the student's code, said as it is;
+    ``shown``: a reference's (type, repr), None for data."""
+    try:
+        if name.startswith("="):
+            try:
+                value = eval(compile(name[1:], "<expression>", "eval"), dict(ns))
+            except passthrough:
+                raise
+            except Exception as exc:
+                return {"name": name, "exists": False, "error": f"{type(exc).__name__}: {exc}"}
+        elif name in unreadable:
+            return {"name": name, "exists": True, "error": unreadable[name]}
+        elif name not in ns:
+            return {"name": name, "exists": False}
+        else:
+            value = ns[name]
+        described = shown(value)
+        summary = summarise(value) if described is None else summarise(value, *described)
+        summary.update(name=name, exists=True)
+        json.dumps(summary, default=str)
+        return summary
+    except passthrough:
+        raise
+    except student_error as exc:  # the student's object failed when asked (its repr)
+        return {"name": name, "exists": True, "error": str(exc)}
+    except Exception as exc:
+        return {"name": name, "exists": True, "error": f"{type(exc).__name__}: {exc}"}

@@ -16,8 +16,17 @@ refers to that the student's kernel defines is:
 A test that deletes a global (``del squares``, nbgrader's way to check that a function
 does not depend on it) has that global hidden in the kernel while it calls the student;
 a live test (one with a position) then has it deleted there (``bridge``'s docstring).
-A student function named like a Python built-in is not taken: the test uses Python's own,
-and the verdict's note says so.
+
+Names: each name a test or a value check's expression uses that is *clean*
+(``pyremote.CleanSpace``: Python's built-ins and what the solution imports, except what
+the solution binds itself) is taken from this process, imported here, never from the
+kernel; a notebook that binds one to something else (a callable ``abs``, a fake ``pd``)
+changes nothing the test sees, the verdict's note says so and ``tampering()`` reports it
+(the notebook's own ``import pandas as pd`` is the same module: no report). A variable an
+output check names is the student's, whatever its name. An object of a class of the
+notebook's own that stands where data is expected (a value the test names, anything in
+a value check) is sealed: the checks ask it nothing (``Remote``), and its type is named
+as the notebook's, never as the library class whose name it borrows.
 
 Each reply must carry the kernel bridge's SHA-256 over the run's secret and the payload,
 and echo the request's canary; a reply that does not, or never arrives, is a fault:
@@ -32,7 +41,6 @@ import hashlib
 import importlib
 import io
 import json
-import re
 import secrets
 import sys
 import time
@@ -78,7 +86,11 @@ _IMPORTABLE = frozenset({
 class PythonBridge:
     """The verifier for one run of a Python kernel (see the module's docstring)."""
 
-    def __init__(self, nonce: str = "", work: str = ""):
+    def __init__(self, nonce: str = "", work: str = "", clean: dict[str, Any] | None = None):
+        self.clean = clean  # the run's clean namespace (``CleanSpace``), for value checks
+        self.shadowed: set[str] = set()  # the notebook's bindings of names the checks use
+        self.inspecting = False  # a value check: everything of the student's is data
+        self._decoding: tuple[bool, str] = (False, "")
         self.nonce = nonce or secrets.token_hex(8)
         self.secret = secrets.token_hex(32)
         self.marker = f"@@grader-bridge-{self.nonce}@@"
@@ -90,7 +102,7 @@ class PythonBridge:
         self.deadline = 0.0
         self.deleted: list[str] = []
         self._globals: list[str] | None = None
-        self._trees: dict[str, Any] = {}  # exported values, until the student's code runs
+        self._cache: dict[str, Any] = {}  # exported values, until the student's code runs
         self.unreadable: dict[str, str] = {}  # names whose value the kernel could not send
 
     # -- the kernel side ----------------------------------------------------------------
@@ -152,14 +164,22 @@ class PythonBridge:
                 return importlib.import_module(str(tree["name"]))
             except ImportError:
                 pass
-        return Remote(self, tree)
+        data, label = self._decoding
+        return Remote(self, tree, data, label)
+
+    def _dec(self, tree: Any, data: bool, label: str = "") -> Any:
+        """``tree`` decoded; its references stand where data is expected when ``data``."""
+        before, self._decoding = self._decoding, (data or self.inspecting, label)
+        try:
+            return self.codec.dec(tree)
+        finally:
+            self._decoding = before
 
     def call(self, target: Remote, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        enc = datacodec.Codec()
-        enc.enc = self._enc_arg(enc)  # type: ignore[method-assign]
+        enc = pyremote.sender(datacodec.Codec)
         body = self._ask("call", target=target._tree, args=enc.enc(list(args)),
                          kwargs=enc.enc(dict(kwargs)), deleted=list(self.deleted))
-        self._globals, self._trees = None, {}  # the student's code ran: values may differ
+        self._globals, self._cache = None, {}  # the student's code ran: values may differ
         printed = str(body.get("stdout", ""))
         if printed:
             sys.stdout.write(printed)
@@ -171,66 +191,87 @@ class PythonBridge:
                     and issubclass(kind, Exception)):
                 raise kind(message)
             raise StudentError(f"{raised.get('type')}: {message}")
-        return self.codec.dec(body.get("value"))
-
-    @staticmethod
-    def _enc_arg(enc: Any) -> Any:
-        plain = datacodec.Codec.enc.__get__(enc)
-
-        def encode(value: Any, depth: int = 0) -> Any:
-            if isinstance(value, Remote):
-                return value._tree
-            got = plain(value, depth)  # containers come back here for their items
-            if isinstance(got, dict) and got.get("$") in ("fn", "class", "module", "obj"):
-                raise TypeError(f"cannot send a {type(value).__name__} to the student's code")
-            return got
-        return encode
+        return self._dec(body.get("value"), False)  # the test's to examine (see Remote)
 
     def apply(self, target: Remote, how: str, arg: Any = None) -> Any:
         if how == "getattr":
             body = self._ask("getattr", target=target._tree, name=str(arg))
         else:
-            enc = datacodec.Codec()
-            enc.enc = self._enc_arg(enc)  # type: ignore[method-assign]
+            enc = pyremote.sender(datacodec.Codec)
             body = self._ask("apply", target=target._tree, how=how, arg=enc.enc(arg))
-        return self.codec.dec(body)
+        label = f"{target._label}.{arg}" if how == "getattr" else f"an item of {target._label}"
+        return self._dec(body, target._data, label)
 
     # -- the student's namespace --------------------------------------------------------
-    def _namespace(self, wanted: set[str]) -> tuple[dict[str, Any], list[str]]:
+    def _trees(self, names: set[str]) -> dict[str, Any]:
+        """The kernel's exported trees of those ``names`` it binds (each crosses once,
+        until the student's code runs again)."""
         if self._globals is None:
-            self._globals, self._trees = [str(n) for n in self._ask("names")], {}
-        present = [n for n in self._globals if n in wanted]
-        fresh = [n for n in present if n not in self._trees]
-        if fresh:  # each test decodes its own copy; the data crosses once
-            self._trees.update(self._ask("export", names=fresh))
-        exported = {n: self._trees[n] for n in present if n in self._trees}
+            self._globals, self._cache = [str(n) for n in self._ask("names")], {}
+        present = [n for n in self._globals if n in names]
+        fresh = [n for n in present if n not in self._cache]
+        if fresh:
+            self._cache.update(self._ask("export", names=fresh))
+        return {n: self._cache[n] for n in present if n in self._cache}
+
+    def _value(self, name: str, tree: Any) -> tuple[bool, Any]:
+        """(readable, value) of the student's ``name``: data, or a reference that stands
+        where data is expected."""
+        if isinstance(tree, dict) and tree.get("$") in ("missing", "failed"):
+            if tree.get("$") == "failed":
+                self.unreadable[name] = str(tree.get("error", ""))
+            return False, None
+        return True, self._dec(tree, True, name)
+
+    def _namespace(self, wanted: set[str], space: Any, quiet: set[str] | frozenset[str] = (
+            frozenset())) -> tuple[dict[str, Any], list[str]]:
+        """The namespace a test or expression runs in: each name it uses that is clean
+        (``CleanSpace``) from here, the others from the student's kernel; and the names
+        the notebook binds to something else than the clean object (but ``quiet``: names
+        the code binds itself or only mentions in a string, ``pyremote.unflagged``)."""
+        trees = self._trees(set(wanted))
         ns: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__"}
-        hidden = []
-        for name, tree in exported.items():
-            if isinstance(tree, dict) and tree.get("$") in ("missing", "failed"):
-                if tree.get("$") == "failed":
-                    self.unreadable[name] = str(tree.get("error", ""))
+        shadowed = []
+        for name in sorted(wanted):
+            tree, where = trees.get(name), space.where(name)
+            if where is None:
+                if tree is not None:
+                    ok, value = self._value(name, tree)
+                    if ok:
+                        ns[name] = value
                 continue
-            value = self.codec.dec(tree)
-            if name in pyremote.BUILTIN_NAMES and isinstance(value, Remote) and value._kind in (
-                    "fn", "class"):
-                hidden.append(name)
+            try:
+                clean: Any = space.value(where)
+            except Exception:  # not importable here: the notebook's, if the same thing
+                if tree is not None and space.looks_like(where, tree):
+                    ns[name] = self._value(name, tree)[1]
+                elif tree is not None and name not in quiet:
+                    shadowed.append(name)
                 continue
-            ns[name] = value
-        return ns, hidden
+            if where[0] != "builtins" or name in space.imports:
+                ns[name] = clean
+            if tree is not None and name not in quiet and not space.same(
+                    clean, tree, lambda t: self._dec(t, True)):
+                shadowed.append(name)
+        self.shadowed.update(shadowed)
+        return ns, shadowed
 
     # -- the Bridge protocol ------------------------------------------------------------
-    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False
-             ) -> dict[str, Any]:
+    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False,
+             clean: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``clean``: the test's clean namespace (its plan item's; else the run's)."""
+        space = pyremote.CleanSpace(clean if clean is not None else self.clean)
+        self.inspecting = False
         if not live:
-            return self._judge(code, timeout_s, kernel, False)
-        self._globals, self._trees = None, {}  # the cells before it ran: read them afresh
+            return self._judge(code, timeout_s, kernel, False, space)
+        self._globals, self._cache = None, {}  # the cells before it ran: read them afresh
         try:
-            return self._judge(code, timeout_s, kernel, True)
+            return self._judge(code, timeout_s, kernel, True, space)
         finally:
-            self._globals, self._trees = None, {}  # and the cells after it will run
+            self._globals, self._cache = None, {}  # and the cells after it will run
 
-    def _judge(self, code: str, timeout_s: float, kernel: Any, live: bool) -> dict[str, Any]:
+    def _judge(self, code: str, timeout_s: float, kernel: Any, live: bool,
+               space: Any) -> dict[str, Any]:
         started = time.monotonic()
         self.kernel, self.deadline = kernel, started + timeout_s
         filename = "<instructor test>"
@@ -255,22 +296,23 @@ class PythonBridge:
             return verdict("failed", f"the test is not valid Python: {exc}")
         note = ""
         try:
-            ns, hidden = self._namespace(pyremote.referenced_names(compiled))
-            named = [k for k in hidden if re.search(rf"\b{k}\b", code)]
+            ns, named = self._namespace(pyremote.referenced_names(compiled), space,
+                                        pyremote.unflagged(compiled))
             if named:
-                note = ("the notebook defines " + ", ".join(named)
-                        + ": the test used Python's own")
+                note = ("the notebook defines " + ", ".join(named) + ": the test used "
+                        + ("Python's own" if all(space.where(k)[0] == "builtins" for k in named)
+                           else "Python's own and the solution's imports"))
             present, failure = set(ns), None
             self.deleted = []
             try:
                 with contextlib.redirect_stdout(io.StringIO()), Alarm.armed(self):
-                    _Tracker.run(self, compiled, ns, present)
+                    pyremote.Tracker.run(self, compiled, ns, present)
             except (KernelStopped, BridgeFault):
                 raise
             except (Exception, SystemExit) as exc:  # the verdict, once the deletions are done
                 failure = exc
             if live:
-                self._forget(sorted(_Tracker.gone(ns, present)))
+                self._forget(sorted(pyremote.Tracker.gone(ns, present)))
             if failure is not None:
                 raise failure
         except KernelStopped as stop:
@@ -295,83 +337,51 @@ class PythonBridge:
             self._ask("forget", names=names)
 
     def inspect(self, names: list[str], kernel: Any) -> tuple[list[dict[str, Any]], str]:
+        """Value checks: a variable the rubric names is the student's, whatever its name;
+        an expression's names are taken as a test's are (``CleanSpace``), and everything
+        of the student's it reaches stands where data is expected (``Remote``)."""
         self.kernel, self.deadline = kernel, time.monotonic() + 60
         expressions = [n for n in names if n.startswith("=")]
-        wanted = {n for n in names if not n.startswith("=")}
+        plain = {n for n in names if not n.startswith("=")}
+        used, quiet, loaded = set(), set(), set()
         for expr in expressions:
             with contextlib.suppress(SyntaxError):
-                wanted |= pyremote.referenced_names(compile(expr[1:], "<expression>", "eval"))
+                compiled = compile(expr[1:], "<expression>", "eval")
+                used |= pyremote.referenced_names(compiled)
+                quiet |= pyremote.unflagged(compiled)
+                loaded |= pyremote.referenced_names(compiled, strings=False)
+        self.inspecting = True
         try:
-            ns, _hidden = self._namespace(wanted)
-            out = [self._summary(name, ns) for name in names]
+            trees = self._trees(plain)
+            variables = {n: got[1] for n in plain if n in trees
+                         for got in [self._value(n, trees[n])] if got[0]}
+            ns, _shadowed = self._namespace(used, pyremote.CleanSpace(self.clean),
+                                            quiet - loaded)
+            out = [pysummary.summary_of(
+                name, ns if name.startswith("=") else variables, self.unreadable,
+                (BridgeFault, KernelStopped), StudentError, self._shown) for name in names]
         except (BridgeFault, KernelStopped) as exc:
             return [], f"{type(exc).__name__}: {exc}"
+        finally:
+            self.inspecting = False
         return out, ""
 
-    def _summary(self, name: str, ns: dict[str, Any]) -> dict[str, Any]:
-        try:
-            if name.startswith("="):
-                try:
-                    value = eval(compile(name[1:], "<expression>", "eval"), dict(ns))
-                except (BridgeFault, KernelStopped):
-                    raise
-                except Exception as exc:
-                    return {"name": name, "exists": False, "error": f"{type(exc).__name__}: {exc}"}
-            elif name in self.unreadable:
-                return {"name": name, "exists": True, "error": self.unreadable[name]}
-            elif name not in ns:
-                return {"name": name, "exists": False}
-            else:
-                value = ns[name]
-            if isinstance(value, Remote):
-                summary = pysummary.summarise(value, value._type, repr(value))
-            else:
-                summary = pysummary.summarise(value)
-            summary.update(name=name, exists=True)
-            json.dumps(summary, default=str)
-            return summary
-        except (BridgeFault, KernelStopped):
-            raise
-        except StudentError as exc:  # the student's object failed when asked (its repr)
-            return {"name": name, "exists": True, "error": str(exc)}
-        except Exception as exc:
-            return {"name": name, "exists": True, "error": f"{type(exc).__name__}: {exc}"}
+    def _shown(self, value: Any) -> tuple[str, str] | None:
+        """A reference's type and ``repr`` for its summary (the repr is shown, never
+        compared); None for data."""
+        if not isinstance(value, Remote):
+            return None
+        return value._type, (self.apply(value, "repr") if value._kind == "obj" else repr(value))
 
     def tampering(self) -> list[str]:
         out = list(self.faults)
         if self.replaced:
             out.append("the notebook replaces " + ", ".join(sorted(self.replaced)))
+        if self.shadowed:
+            out.append("the notebook binds " + ", ".join(sorted(self.shadowed)) + ", which "
+                       "the instructor's checks take from Python and the solution's imports: "
+                       "they used those, not the notebook's")
         return out
 
     def close(self) -> None:
         self.kernel = None
-
-
-class _Tracker:
-    """Runs a compiled test; before each call into the kernel, globals the test deleted
-    (present before, gone now) are hidden there too."""
-
-    @staticmethod
-    def run(bridge: PythonBridge, compiled: types.CodeType, ns: dict[str, Any],
-            present: set[str]) -> None:
-        original = bridge.call
-
-        def call(target: Remote, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            bridge.deleted = sorted(_Tracker.gone(ns, present))
-            return original(target, args, kwargs)
-
-        bridge.call = call  # type: ignore[method-assign]
-        try:
-            exec(compiled, ns)
-            for key, value in list(ns.items()):
-                func = getattr(value, "__code__", None)
-                if (key == "test" or key.startswith("test_")) and callable(value) \
-                        and func is not None and func.co_filename == compiled.co_filename:
-                    value()
-        finally:
-            bridge.call = original  # type: ignore[method-assign]
-
-    @staticmethod
-    def gone(ns: dict[str, Any], present: set[str]) -> set[str]:
-        """The globals the test deleted: present when it began, absent now."""
-        return {n for n in present if n not in ns and not n.startswith("__")}

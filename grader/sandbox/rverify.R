@@ -9,7 +9,14 @@
 # {"op": "abort"}) and for calls of the student's functions ({"op": "call", "name",
 # "args": hex of serialize(), "deleted": [...]}, answered by {"op": "value", "value":
 # node, "error", "printed", "messages", "warnings"} or {"op": "abort"}), and ends with
-# {"op": "result", ...} (a test's with "deleted": the names a live test deleted). Values arrive as nodes (see rkernel.R), decoded here into
+# {"op": "result", ...} (a test's with "deleted": the names a live test deleted, and
+# "shadowed": the notebook's bindings of clean names it set aside). A request may carry
+# "clean" ({"packages": [...], "own": [...]}, grader/sandbox/clean_names.py): the
+# packages the solution attaches are attached here, the test's own library() calls too,
+# before the student's names are read, so that a name R finds there (base, the
+# solution's packages) is R's, never the notebook's (a `near <- function(...) TRUE`
+# with dplyr detached); `own` names (the solution binds them: deliverables) stay the
+# student's. Values arrive as nodes (see rkernel.R), decoded here into
 # atomic vectors and lists only: no closure, environment or language object of the
 # student's ever exists in this process, and none of the student's S3 methods.
 V <- new.env()
@@ -21,7 +28,6 @@ local(envir = V, {
   stored <- character(0)
   current <- NULL
   CONDITIONS <- c("condition", "error", "warning", "message", "interrupt")
-  PROTECTED <- c("T", "F")  # the student's T <- FALSE does not reach the tests
   IGNORED <- c("IRkernel", "IRdisplay", "pbdZMQ", "repr", "evaluate", "uuid", "compiler")
 
   send_raw <- function(json) {
@@ -87,18 +93,54 @@ local(envir = V, {
   why <- function(n) paste(as.character(decode(n$error)), collapse = " ")
 
   # -- the student's kernel, through rverify.py ------------------------------------
-  export <- function(names, describe) {
+  export <- function(names, describe, clean) {
     send(list(op = "export", token = token, names = I(names), describe = describe))
     got <- receive()
     if (!identical(got$op, "data")) invokeRestart("grader_abort")
-    mirror(as.character(unlist(got$packages)), as.character(unlist(got$loaded)))
+    mirror(if (is.null(clean)) as.character(unlist(got$packages)) else character(0),
+           as.character(unlist(got$loaded)))
     got$values
+  }
+  attach_all <- function(packages) {  # in this order, as library() calls attach them
+    for (p in setdiff(packages, c(IGNORED, sub("^package:", "", search()))))
+      try(suppressMessages(suppressWarnings(library(p, character.only = TRUE))), silent = TRUE)
   }
   mirror <- function(attached, loaded) {  # the packages the notebook uses, ours
     for (p in setdiff(loaded, c(IGNORED, loadedNamespaces())))
       try(suppressMessages(requireNamespace(p, quietly = TRUE)), silent = TRUE)
-    for (p in rev(setdiff(attached, c(IGNORED, sub("^package:", "", search())))))
-      try(suppressMessages(suppressWarnings(library(p, character.only = TRUE))), silent = TRUE)
+    attach_all(rev(attached))
+  }
+  # The clean namespace: base R, the packages the solution attaches (clean$packages)
+  # and those the test attaches itself, attached HERE, before any of the student's
+  # names is read. Without one (an older caller), the packages the notebook attached.
+  prepare <- function(clean, exprs) {
+    if (is.null(clean)) return(character(0))
+    attach_all(c(as.character(unlist(clean$packages)), attaching(exprs)))
+    as.character(unlist(clean$own))
+  }
+  attaching <- function(exprs) {  # library(x) / require("x") anywhere in the code
+    out <- character(0)
+    walk <- function(x) {
+      f <- x[[1L]]
+      if (is.call(f) && length(f) == 3L && identical(f[[1L]], as.symbol("::"))) f <- f[[3L]]
+      if (is.symbol(f) && as.character(f) %in% c("library", "require") && length(x) >= 2L &&
+          (is.symbol(x[[2L]]) || is.character(x[[2L]])))
+        out <<- c(out, as.character(x[[2L]]))
+      parts <- as.list(x)
+      for (i in seq_along(parts)) if (is.call(parts[[i]])) walk(parts[[i]])
+    }
+    for (i in seq_along(exprs)) if (is.call(exprs[[i]])) walk(exprs[[i]])
+    unique(out)
+  }
+  assigned <- function(exprs) {  # what the test's top level binds itself
+    out <- character(0)
+    for (i in seq_along(exprs)) {
+      e <- exprs[[i]]
+      if (is.call(e) && length(e) == 3L && is.symbol(e[[1L]]) &&
+          as.character(e[[1L]]) %in% c("<-", "=", "<<-") && is.symbol(e[[2L]]))
+        out <- c(out, as.character(e[[2L]]))
+    }
+    out
   }
   prep <- function(x) {  # arguments for the notebook's function, as data
     if (is.function(x)) {
@@ -129,19 +171,40 @@ local(envir = V, {
     force(name)
     structure(function(...) call_kernel(name, list(...)), grader_proxy = name)
   }
-  # The student's values into env: data as data, functions as proxies, except those
-  # named like a function R has here (R's own is used, and the note says so).
-  fill <- function(env, names, values, lookup) {
-    masked <- unreadable <- character(0)
+  # What a name means in the clean namespace (``lookups``: environments searched in
+  # order, the last with its parents): NULL when it is not clean (the student's, or
+  # nobody's, or one the solution binds itself: ``own``), else list(value).
+  clean_value <- function(n, lookups, own) {
+    if (n %in% own) return(NULL)
+    for (i in seq_along(lookups)) {
+      last <- i == length(lookups)
+      if (exists(n, envir = lookups[[i]], inherits = last))
+        return(list(get(n, envir = lookups[[i]], inherits = last)))
+    }
+    NULL
+  }
+  # The student's values into env: data as data, functions as proxies, except where the
+  # name is clean and R would find the clean one: a function for a function (R's own
+  # or the solution's package's is used, and the note says so), any binding for a clean
+  # value (T, pi, letters). A value named like a clean function stays (R's calls pass
+  # over values). ``shadowed``: the notebook's bindings set aside, other than the clean.
+  fill <- function(env, names, values, lookups, own = character(0)) {
+    masked <- unreadable <- shadowed <- character(0)
     for (i in seq_along(names)) {
       n <- names[i]
       node <- values[[i]]
       if (identical(node$t, "missing")) next
+      clean <- clean_value(n, lookups, own)
       if (identical(node$t, "function")) {
-        if (exists(n, envir = lookup, mode = "function")) masked <- c(masked, n)
-        else assign(n, proxy(n), envir = env)
-      } else if (n %in% PROTECTED) {
+        if (is.null(clean)) assign(n, proxy(n), envir = env)
+        else {
+          masked <- c(masked, n)
+          shadowed <- c(shadowed, n)
+        }
+      } else if (!is.null(clean) && !is.function(clean[[1L]])) {
         masked <- c(masked, n)
+        x <- tryCatch(decode(node), error = function(e) e)
+        if (broken(node) || !identical(x, clean[[1L]])) shadowed <- c(shadowed, n)
       } else if (broken(node)) {
         unreadable <- c(unreadable, paste0(n, " (", why(node), ")"))
       } else {
@@ -150,7 +213,7 @@ local(envir = V, {
         else assign(n, x, envir = env)
       }
     }
-    list(masked = masked, unreadable = unreadable)
+    list(masked = masked, unreadable = unreadable, shadowed = shadowed)
   }
   aborting <- function(expr) withRestarts(expr, grader_abort = function() list(status = "aborted"))
 
@@ -162,6 +225,7 @@ local(envir = V, {
     if (inherits(exprs, "error"))
       return(list(status = "failed", detail = substr(conditionMessage(exprs), 1L, max), note = ""))
     names <- unique(all.names(exprs))
+    own <- prepare(req$clean, exprs)
     shield <- new.env(parent = globalenv())
     reporter <- NULL
     if (requireNamespace("testthat", quietly = TRUE)) {
@@ -170,11 +234,13 @@ local(envir = V, {
       reporter <- testthat::ListReporter$new()
     }
     env <- new.env(parent = shield)
-    got <- fill(env, names, export(names, FALSE), shield)
+    got <- fill(env, names, export(names, FALSE, req$clean),
+                list(shield, parent.env(globalenv())), own)
+    shadowed <- setdiff(got$shadowed, assigned(exprs))
     note <- if (length(got$masked)) paste0("the notebook redefines ",
       paste(got$masked, collapse = ", "), ": the test used R's own") else ""
     if (length(got$unreadable))
-      return(list(status = "unreliable", note = note, detail = substr(paste(
+      return(list(status = "unreliable", note = note, shadowed = I(shadowed), detail = substr(paste(
         "the notebook's values could not be read:", paste(got$unreadable, collapse = "; ")), 1L, max)))
     stored <<- ls(env, all.names = TRUE)
     current <<- env
@@ -196,7 +262,7 @@ local(envir = V, {
     # a live test's deletions: what it had of the notebook's and no longer has
     gone <- if (isTRUE(req$live)) setdiff(stored, ls(env, all.names = TRUE)) else character(0)
     list(status = if (nzchar(detail)) "failed" else "passed", detail = substr(detail, 1L, max),
-         note = note, deleted = I(gone))
+         note = note, deleted = I(gone), shadowed = I(shadowed))
   }
 
   # -- inspection: the summaries inspect_code.py's R code makes, from the data ---------
@@ -261,8 +327,9 @@ local(envir = V, {
     } else {
       if (identical(node$t, "missing")) return(list(name = name, exists = FALSE))
       if (broken(node)) return(list(name = name, exists = TRUE, error = why(node)))
-      if (node$t %in% c("function", "opaque")) {
-        type <- if (node$t == "function") "function" else as.character(decode(node$class))[1]
+      if (node$t %in% c("function", "opaque")) {  # an object's class names it, never data's
+        type <- if (node$t == "function") "function" else
+          paste(as.character(decode(node$class))[1], "(an object, not data)")
         return(list(name = name, exists = TRUE, type = type,
                     head = paste(as.character(decode(node$text)), collapse = "\n")))
       }
@@ -279,15 +346,17 @@ local(envir = V, {
     used <- unlist(lapply(names[startsWith(names, "=")], function(e)
       tryCatch(all.names(parse(text = substring(e, 2))), error = function(err) character(0))))
     wanted <- unique(c(plain, used))
-    values <- export(wanted, TRUE)
+    own <- prepare(req$clean, parse(text = character(0)))
+    values <- export(wanted, TRUE, req$clean)
     env <- new.env(parent = globalenv())
-    fill(env, wanted, values, globalenv())
+    got <- fill(env, wanted, values, list(parent.env(globalenv())), own)
     parts <- vapply(names, function(name) tryCatch(
       as_json(one(name, if (startsWith(name, "=")) NULL else values[[match(name, wanted)]],
                   env, req$max_cells, req$head)),
       error = function(e) as_json(list(name = name, exists = TRUE, error = conditionMessage(e)))
     ), "")
-    list(summaries = paste0("[", paste(parts, collapse = ","), "]"))
+    list(summaries = paste0("[", paste(parts, collapse = ","), "]"),
+         shadowed = intersect(got$shadowed, used))
   }
 
   serve <- function() {
@@ -303,7 +372,8 @@ local(envir = V, {
                       error = function(e) list(status = "error", detail = conditionMessage(e)))
       if (!is.null(res$summaries)) {
         send_raw(paste0('{"op":"result","token":', jsonlite::toJSON(token, auto_unbox = TRUE),
-                        ',"summaries":', res$summaries, "}"))
+                        ',"summaries":', res$summaries, ',"shadowed":',
+                        jsonlite::toJSON(as.character(res$shadowed)), "}"))
       } else {
         send(c(list(op = "result", token = token), res))
       }

@@ -12,6 +12,8 @@ this class runs each request as a hidden cell through the runner's ``kernel`` ca
 
 A live test (``test(..., live=True)``, one with a position) gets from the verifier the
 names it deleted, which a ``forget`` request then deletes in the kernel (``bridge``).
+Names R finds in base or the packages the solution attaches (``clean_names``: a test's
+``clean``, else the run's) are R's own; the notebook's bindings of them, ``tampering``'s.
 
 Whatever goes wrong becomes a verdict, never an exception: a kernel that hangs or dies
 during a call ("timeout" / "dead", failed), a verifier that hangs (killed: "timeout")
@@ -213,9 +215,11 @@ class _Verifier:
 class RBridge:
     """The verifier of one run's R kernel (see the module's docstring)."""
 
-    def __init__(self, nonce: str, work: str) -> None:
+    def __init__(self, nonce: str, work: str, clean: dict[str, Any] | None = None) -> None:
         if not re.fullmatch(r"[0-9A-Za-z]{8,64}", nonce):
             raise ValueError("the nonce must be 8 to 64 letters or digits")
+        self._clean = clean  # the run's clean namespace, for value checks
+        self._shadow: set[str] = set()  # the notebook's bindings of names checks use
         self._name = f".grader_{nonce}"
         self._marker = f"@@grader-bridge-{nonce}@@"
         self._work = Path(work)
@@ -229,20 +233,24 @@ class RBridge:
                 .replace("__LIMIT__", str(EXPORT_LIMIT)))
 
     def tampering(self) -> list[str]:
-        return list(self._seen)
+        return list(self._seen) + (["the notebook binds " + ", ".join(sorted(self._shadow)) + (
+            ", which the instructor's checks take from R and the solution's packages: they "
+            "used those, not the notebook's")] if self._shadow else [])
 
     def close(self) -> None:
         if self._verifier is not None:
             self._verifier.kill()
             self._verifier = None
 
-    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False
-             ) -> dict[str, Any]:
+    def test(self, code: str, timeout_s: float, kernel: Any, live: bool = False,
+             clean: dict[str, Any] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         outcome, status, detail, note = "ok", "unreliable", "", ""
         try:
-            got = self._session({"op": "test", "code": code, "max": MAX_DETAIL, "live": live},
+            got = self._session({"op": "test", "code": code, "max": MAX_DETAIL, "live": live,
+                                 "clean": self._clean if clean is None else clean},
                                 kernel, timeout_s)
+            self._shadow.update(str(n) for n in got.get("shadowed") or ())
             status, detail, note = (str(got.get(k) or "") for k in ("status", "detail", "note"))
             if status not in ("passed", "failed", "unreliable"):
                 status, detail = "unreliable", f"the verifier failed: {detail or status}"
@@ -258,11 +266,12 @@ class RBridge:
 
     def inspect(self, names: list[str], kernel: Any) -> tuple[list[dict[str, Any]], str]:
         request = {"op": "inspect", "names": list(names), "max_cells": MAX_CELLS,
-                   "head": HEAD_ROWS}
+                   "head": HEAD_ROWS, "clean": self._clean}
         try:
             got = self._session(request, kernel, self.inspect_timeout_s)
         except _Failure as exc:
             return [], f"not inspected: {exc.detail}"
+        self._shadow.update(str(n) for n in got.get("shadowed") or ())
         summaries = got.get("summaries")
         if not isinstance(summaries, list):
             return [], f"not inspected: the verifier failed ({got.get('detail', '')})"

@@ -7,7 +7,10 @@ runner's bridge (``grader.sandbox.bridge``) judges each test in a verifier the n
 never touched: the student's values reach it as data and the student's functions run in
 the kernel, called with the instructor's inputs, their results coming back as data. So
 a patched serialiser, a masked base function, a fake method or an always-equal object
-cannot turn a failed test into a passed one.
+cannot turn a failed test into a passed one. The names a test takes from outside the
+notebook (built-ins, the solution's imports and packages: ``clean_names``) travel on
+its plan item as ``clean``; the verifier takes those from a namespace of its own, never
+from the student's kernel, and reports a notebook binding that shadows one.
 
 When a test runs: by default after the notebook (and after the inspection of its
 variables, which such a test therefore cannot change). A test with a position
@@ -35,6 +38,8 @@ from typing import Any, Literal
 
 from grader.types import Evidence
 
+from .clean_names import CleanNames
+
 __all__ = ["InstructorTest", "TestPlan", "TestRun", "read_tests", "test_plan", "uses_testthat"]
 
 TestStatus = Literal["passed", "failed", "timeout", "dead", "not run", "unreliable"]
@@ -49,6 +54,7 @@ class InstructorTest:
     code: str
     timeout_s: float
     after: str = ""  # its position: the text of the code cell it runs after ("": the end)
+    clean: CleanNames | None = None  # the names it takes from outside the notebook
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,9 @@ def test_plan(language: str, tests: Sequence[InstructorTest]) -> TestPlan | None
     if not tests or language not in PING:
         return None
     items = tuple({"id": t.key, "timeout_s": t.timeout_s, "code": t.code}
-                  | ({"after": t.after} if t.after.strip() else {}) for t in tests)
+                  | ({"after": t.after} if t.after.strip() else {})
+                  | ({"clean": t.clean.to_json()} if t.clean is not None else {})
+                  for t in tests)
     return TestPlan(items, PING[language], tuple(t.key for t in tests))
 
 
