@@ -10,7 +10,9 @@ a subscript: ``df.groupby("a").sum()`` -> "df.groupby" and "df.groupby().sum",
 ``df["x"].mean()`` -> "df[].mean", ``"a,b".split(",")`` -> ".split". ``called`` matches
 an unqualified rubric name by the last part, so "sum" finds "df.groupby().sum".
 IPython syntax (magics, ``!cmd``, ``df?``) is neutralised before parsing; code that still
-does not parse is scanned with ``tokenize`` and ``syntax_error`` says why.
+does not parse is scanned with ``tokenize`` and ``syntax_error`` says why. Code that can
+never run (``if False:``, after a ``return`` or a ``raise``: ``grader.analysis.dead_py``
+and, for R, ``dead_r``) calls and assigns nothing.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from typing import Literal
 
 from ..pyast import parse
 from . import rlang
+from .dead_py import blank_dead, dead_rows, live_walk
 from .token_scan import NOT_CODE, Found, python_tokens, scan_tokens
 
 __all__ = ["CodeFacts", "Symbol", "analyse", "assigned", "called"]
-__all__ += ["normalise_code", "strip_comments"]
+__all__ += ["live_code", "normalise_code", "strip_comments"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +95,24 @@ def strip_comments(code: str, language: str) -> str:
     return "".join(out) + code[last:]
 
 
+def live_code(code: str, language: str) -> str:
+    """``code`` with what can never run (``if False:``, after ``raise``) replaced by
+    spaces, lines and columns kept: the code a pattern may be looked for in."""
+    code, lang = _prepare(code, language)
+    if lang == "r":
+        return rlang.live_code(code)
+    for attempt in (code, _neutralise_ipython(code)):
+        try:
+            blanked = blank_dead(attempt, parse(attempt)).split("\n")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return "\n".join(b if a == c else c for a, b, c in  # magic lines kept as written
+                         zip(attempt.split("\n"), blanked, code.split("\n"), strict=True))
+    dead = dead_rows(code)
+    return "\n".join(" " * len(line) if n in dead else line
+                     for n, line in enumerate(code.split("\n"), 1))
+
+
 def normalise_code(code: str, language: str) -> str:
     """``code`` reduced for comparing cells: comments, blank lines and spacing dropped.
 
@@ -147,7 +168,9 @@ def _python_facts(code: str) -> tuple[Found, Found, dict[str, bool], str | None]
             error = "code is nested too deeply to analyse"
     logger.debug("python code does not parse (%s); scanning tokens instead", error)
     assigns, calls = scan_tokens(_neutralise_ipython(code))
-    return assigns, calls, {}, error
+    dead = dead_rows(code)
+    return ([a for a in assigns if a[1] not in dead], [c for c in calls if c[1] not in dead],
+            {}, error)
 
 
 def _parse(code: str) -> tuple[ast.Module | None, str]:
@@ -167,7 +190,7 @@ def _tree_facts(tree: ast.Module) -> tuple[Found, Found, dict[str, bool]]:
     """Assignments, calls and literal flags; loop, ``with``, comprehension targets skipped."""
     calls: Found = []
     events: list[tuple[ast.stmt | ast.expr, ast.expr | None, ast.expr | None, bool]] = []
-    for node in ast.walk(tree):
+    for node in live_walk(tree):  # code that can never run is no work done
         match node:
             case ast.Assign(targets=targets, value=value):
                 events += [(node, target, value, True) for target in targets]

@@ -8,7 +8,9 @@ assignments and calls from the tokens, tracking brackets so that a named argumen
 (``mutate(total = price * qty)``) is not taken for an assignment.
 
 Call names: ``f(x)`` -> "f"; ``dplyr::filter(x)`` -> "dplyr::filter"; a function taken
-from a list, ``obj$f(x)``, -> "obj$f". ``function(x)`` and ``\\(x)`` are not calls.
+from a list, ``obj$f(x)``, -> "obj$f". ``function(x)`` and ``\\(x)`` are not calls. Code
+that can never run (``if (FALSE) {...}``, statements after ``stop()``) is left out
+(``grader.analysis.dead_r``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["RFacts", "RToken", "comment_spans", "normalise", "scan", "tokenize"]
+from .dead_r import dead_tokens
+
+__all__ = ["RFacts", "RToken", "comment_spans", "live_code", "normalise", "scan", "tokenize"]
 
 
 class RToken(NamedTuple):
@@ -159,7 +163,10 @@ def scan(code: str) -> RFacts:
     ctx, pair, bracket_errors = _brackets(toks)
     errors = lex_errors + bracket_errors + _grammar_errors(toks, pair)
     facts = RFacts(errors=sorted(errors, key=lambda e: int(e[5 : e.index(":")])))  # "line N: "
+    dead = dead_tokens(toks, pair, _expr_end)  # if (FALSE) {...}: calls and assigns nothing
     for i, t in enumerate(toks):
+        if i in dead:
+            continue
         if t.kind == "op" and (t.text in ("<-", "<<-") or (t.text == "=" and ctx[i] in ("", "{"))):
             _record_left_assign(facts, toks, pair, i)
         elif t.kind == "op" and t.text in ("->", "->>"):
@@ -167,6 +174,17 @@ def scan(code: str) -> RFacts:
         elif t.kind == "name" and i + 1 < len(toks) and toks[i + 1].text == "(":
             _record_call(facts, toks, i)
     return facts
+
+
+def live_code(code: str) -> str:
+    """``code`` with what can never run replaced by spaces (lines and columns kept)."""
+    toks = [t for t in tokenize(code)[0] if t.kind != "comment"]
+    dead = dead_tokens(toks, _brackets(toks)[1], _expr_end)
+    chars = list(code)
+    for i in dead:  # a string may span lines: its newlines stay
+        t = toks[i]
+        chars[t.start:t.end] = [c if c == "\n" else " " for c in code[t.start:t.end]]
+    return "".join(chars)
 
 
 def _brackets(toks: list[RToken]) -> tuple[list[str], dict[int, int], list[str]]:

@@ -7,15 +7,21 @@ code cells; errors the template itself produces, failures of the environment (a 
 file the sandbox could not provide) and a code cell that holds only an answer typed as
 plain text (``CellOrigin.prose``: it cannot run, and is no code) are not the student's.
 
-When the notebook cannot be executed (no kernel, no sandbox and unsandboxed runs
-not allowed, or execution disabled), ``runs`` is scored from the stored outputs,
-output and test checks are marked "skipped" (so the criterion goes to review), and
-the report says so. Stored outputs that disagree with the fresh run in a way that moves
-a check are flagged, naming the check (``grader.layers.stale``).
+When the instructor turned execution off, ``runs``, ``printed`` and ``plot`` are
+scored from the stored outputs, output, value and test checks are marked "skipped" (so
+the criterion goes to review), and the report says so. When our run could not be made
+(no kernel, no sandbox and unsandboxed runs not allowed, the solution's or the
+notebook's run could not be set up), the grade is flagged ``not_executed`` and every
+check that needs our run is held for review, earning nothing: stored outputs never
+stand unchecked. Stored outputs that disagree with the fresh run in a way that moves a
+check are flagged, naming the check, and the check is held for review with the lower
+verdict (``grader.layers.stale``).
 ``test`` checks (the instructor's tests, judged against both notebooks after they ran,
 or at the cell a test's ``after`` names) are
 scored in ``grader.layers.tests``. A check the rubric marks ``hidden`` gives a result
-marked ``hidden``.
+marked ``hidden``. A later part's cell that stopped with an error is charged where it
+failed, not again in an earlier part's variable it was about to change
+(``grader.layers.slips``).
 """
 
 from __future__ import annotations
@@ -37,8 +43,16 @@ from ..types import CheckResult, CheckStatus, Evidence, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 from .compare import compare_variables
 from .printed import no_outputs_flag, score_printed
-from .stale import stale_outputs_flag
-from .tests import instructor_tests, score_test
+from .slips import absent_because, charged_where_it_failed
+from .stale import (
+    FROM_OUTPUTS,
+    held,
+    not_executed_flag,
+    stale_checks,
+    stale_outputs_flag,
+    unverified,
+)
+from .tests import assignment_names, assignment_tests, score_test
 from .values import inspected_names, score_value
 
 # Failures of the environment, not of the student: a package the machine lacks.
@@ -83,7 +97,8 @@ def solution_run(actx: AssignmentContext, limits: ExecLimits) -> ExecutionResult
             a = actx.assignment
             run = execute_notebook(
                 actx.solution_raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
-                tests=instructor_tests(a.rubric), env=run_env(a.packages),
+                tests=assignment_tests(actx), env=run_env(a.packages),
+                clean=assignment_names(actx),
             )
             actx.cache["solution_run"] = run
             actx.cache["packages_missing"] = status(a.packages).text() if a.packages else ""
@@ -122,21 +137,30 @@ class OutputLayer(Layer):
                 a = ctx.assignment.assignment
                 run = execute_notebook(
                     ctx.raw, a.language, a.data_files(), inspected_names(a.rubric), limits,
-                    tests=instructor_tests(a.rubric), env=run_env(a.packages),
+                    tests=assignment_tests(ctx.assignment), env=run_env(a.packages),
+                    clean=assignment_names(ctx.assignment),
                 )
                 result.notes.extend(run.notes)
                 ctx.execution = run  # its outputs are scanned for injections too
                 if run.error:
                     reason = f"the notebook could not be executed: {run.error}"
-        if reason:
+        # we meant to run it and could not (never the student's doing): what the stored
+        # outputs show is not evidence until reviewed
+        unmade = reason if reason and ctx.options.execute else ""
+        if unmade:
+            result.flags.append(not_executed_flag(unmade))
+            result.notes.append(f"not executed: {unmade}; the checks read from outputs "
+                                "are held for review")
+        elif reason:
             result.notes.append(f"graded from the stored outputs: {reason}")
         for crit in ctx.assignment.rubric.criteria:
             for check in crit.evaluated:
                 if check.type == "runs":
                     result.checks.append(_marked(check, self._runs(ctx, crit, check, run)))
-                elif check.type == "output":
-                    result.checks.append(_marked(check, self._output(crit, check, run, sol,
-                                                                     reason)))
+                elif check.type == "output":  # a later part's failed cell: charged there
+                    result.checks.append(_marked(check, absent_because(ctx, check, run, (
+                        charged_where_it_failed(ctx, crit, check, run, sol, lambda key, c=crit,
+                                                k=check: self._output(c, k, run, key, reason))))))
                 elif check.type == "test":
                     result.checks.append(score_test(crit, check, run, sol, reason))
                 elif check.type == "value":
@@ -144,6 +168,9 @@ class OutputLayer(Layer):
                 elif check.type in ("printed", "plot"):
                     result.checks.append(score_printed(crit, check, ctx.assignment.rubric,
                                                        ctx.match, run, reason))
+        if unmade:
+            result.checks = [unverified(c, unmade) if c.check in FROM_OUTPUTS else c
+                             for c in result.checks]
         if (unrun := no_outputs_flag(ctx.match, ctx.submission, run)) is not None:
             result.flags.append(unrun)
         if run is not None and run.tampering:  # static findings count even if the run failed
@@ -162,10 +189,11 @@ class OutputLayer(Layer):
                 "student's kernel, and a test whose answers could not be trusted earned "
                 "nothing", tuple(run.check_tampering[:10])))
         if run is not None and not run.error:
-            stale = stale_outputs_flag(ctx, run, lambda crit, check, source: self._runs(
+            moved = stale_checks(ctx, run, lambda crit, check, source: self._runs(
                 ctx, crit, check, source))
-            if stale is not None:
+            if (stale := stale_outputs_flag(moved)) is not None:
                 result.flags.append(stale)
+                result.checks = held(result.checks, moved)
             result.details.update(
                 seconds=run.seconds,
                 timed_out=run.timed_out,
@@ -225,7 +253,7 @@ class OutputLayer(Layer):
             for cid, err in errored
             if cid in own and not environment_error(err or "", data_names)
         ]
-        ev = [Evidence(cid, None, (err or "")[:200]) for cid, err in counted]
+        ev = [Evidence(cid, None, _cut(err or "")) for cid, err in counted]
         return len(counted), max(1, len(own)), ev
 
     def _runs(
@@ -306,6 +334,12 @@ class OutputLayer(Layer):
             crit.id, "output", var, min(1.0, score), check.weight, "L2", "; ".join(parts), ev,
             method_score=method_score,
         )
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """An error as evidence keeps: at most ``limit`` characters, a cut one marked "…"
+    (the letter drops a cut tail that follows hidden text: ``grader.letters.hidden``)."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _marked(check: Check, result: CheckResult) -> CheckResult:

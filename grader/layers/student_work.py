@@ -1,15 +1,17 @@
 """Checks of the student's own work as written and as run (layer 1).
 
 - ``code``: a regular expression searched in the student's own code: the lines of
-  code cells the student wrote (the template's lines never count), comments removed,
+  code cells the student wrote (the template's lines never count), comments and code
+  that can never run (``if False:``, after a ``raise``) removed,
   under ``question`` when given. ``absent`` reads all the code there, the template's
   too (a stub left in place is found), and fails where the student wrote none.
   Rubrics' approach rules ("uses parse_date_time() with three formats", "the pipe at
   least ten times", "not mdy()") are written with it, usually as a level's condition.
 - ``documented``: the student's own comments and notes. A cell of the student's code is
   documented when the student wrote a comment in it, or a markdown (or raw, or prose)
-  cell right before or after it; the template's text, placeholders and the name and
-  date lines never count. The check asks a share of the cells (``min_share``, 0.5).
+  cell right before or after it; the template's text, placeholders, the name and date
+  lines and text aimed at the grader (the blocks the injection detector flagged) never
+  count. The check asks a share of the cells (``min_share``, 0.5).
 - ``ran``: what the instructor sees when opening the notebook: the student's own code
   cells that carry an execution count or outputs from the student's run, without a
   stored error. Our re-run is a separate matter (``runs`` checks).
@@ -18,8 +20,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 
-from ..analysis.facts import strip_comments
+from ..analysis.facts import live_code, strip_comments
 from ..analysis.template import CellOrigin, TemplateMatch
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
@@ -40,8 +43,9 @@ def _result(crit: Criterion, check: Check, score: float, message: str,
 
 
 def _own_code(origin: CellOrigin, language: str) -> list[tuple[int, str]]:
-    """The student's lines of a code cell, comments removed: (1-based line, text)."""
-    lines = strip_comments(origin.cell.source, language).splitlines()
+    """The student's lines of a code cell, comments and code that can never run
+    (``if False:``) removed: (1-based line, text)."""
+    lines = strip_comments(live_code(origin.cell.source, language), language).splitlines()
     return [(n, lines[n - 1]) for n in sorted(origin.student_lines) if n <= len(lines)]
 
 
@@ -92,16 +96,19 @@ def score_code(crit: Criterion, check: Check, match: TemplateMatch, language: st
     return _result(crit, check, min(1.0, found / check.min_count), msg, evidence)
 
 
-def _comment_words(origin: CellOrigin, language: str, placeholders: tuple[str, ...]) -> int:
+def _comment_words(origin: CellOrigin, language: str, placeholders: tuple[str, ...],
+                   excluded: Set[tuple[str, int]] = frozenset()) -> int:
     """The words of the longest comment the student wrote in a code cell (a comment line
-    the template's cell does not have, or a comment after the student's code)."""
+    the template's cell does not have, or a comment after the student's code), lines
+    ``excluded`` (cell id, line) aside."""
     code = strip_comments(origin.cell.source, language).splitlines()
     src = origin.cell.source.splitlines()
     given = ({line.strip() for line in origin.template_cell.source.splitlines()}
              if origin.template_cell is not None else set())
     best = 0
     for n, line in enumerate(src, 1):
-        if n > len(code) or line == code[n - 1] or line.strip() in given:
+        if (n > len(code) or line == code[n - 1] or line.strip() in given
+                or (origin.cell.id, n) in excluded):
             continue
         comment = line[len(code[n - 1].rstrip()):]
         if _NAME_LINE.match(comment) or any(p.lower() in comment.lower() for p in placeholders):
@@ -110,12 +117,14 @@ def _comment_words(origin: CellOrigin, language: str, placeholders: tuple[str, .
     return best
 
 
-def _note_words(origin: CellOrigin, placeholders: tuple[str, ...]) -> int:
-    """Words of the student's own lines of a markdown, raw or prose cell."""
+def _note_words(origin: CellOrigin, placeholders: tuple[str, ...],
+                excluded: Set[tuple[str, int]] = frozenset()) -> int:
+    """Words of the student's own lines of a markdown, raw or prose cell (lines
+    ``excluded`` aside)."""
     src = origin.cell.source.splitlines()
     count = 0
     for n in origin.student_lines:
-        line = src[n - 1] if n <= len(src) else ""
+        line = src[n - 1] if n <= len(src) and (origin.cell.id, n) not in excluded else ""
         if not line.strip() or _NAME_LINE.match(line) or any(
                 p.lower() in line.lower() for p in placeholders):
             continue
@@ -124,7 +133,9 @@ def _note_words(origin: CellOrigin, placeholders: tuple[str, ...]) -> int:
 
 
 def score_documented(crit: Criterion, check: Check, match: TemplateMatch, language: str,
-                     placeholders: tuple[str, ...]) -> CheckResult:
+                     placeholders: tuple[str, ...],
+                     excluded: Set[tuple[str, int]] = frozenset()) -> CheckResult:
+    """``excluded``: (cell id, line) of text aimed at the grader, which documents nothing."""
     origins = [o for o in match.origins if o.cell.source.strip()]
     code = [i for i, o in enumerate(origins) if o.holds_code and o.student_lines]
     if not code:
@@ -135,12 +146,12 @@ def score_documented(crit: Criterion, check: Check, match: TemplateMatch, langua
             return False
         o = origins[i]
         return (not o.holds_code and o.is_students
-                and _note_words(o, placeholders) >= _COMMENT_MIN_WORDS)
+                and _note_words(o, placeholders, excluded) >= _COMMENT_MIN_WORDS)
 
     documented, bare = [], []
     for i in code:
         o = origins[i]
-        if (_comment_words(o, language, placeholders) >= _COMMENT_MIN_WORDS
+        if (_comment_words(o, language, placeholders, excluded) >= _COMMENT_MIN_WORDS
                 or note(i - 1) or note(i + 1)):
             documented.append(o.cell)
         else:

@@ -40,6 +40,7 @@ from ..layers.base import GradeOptions, Layer
 from ..layers.outputs import OutputLayer
 from ..layers.structure import StructureLayer
 from ..pipeline import GradeInput, Grader
+from ..points import as_points
 from ..rubrics.checks import Check, check_to_dict
 from ..rubrics.schema import Rubric
 from ..scoring import CHECK_LAYER, build_report
@@ -116,10 +117,10 @@ def changes(old: Rubric, new: Rubric) -> list[str]:
     for c in new.criteria:
         o = before.get(c.id)
         if o is None:
-            out.append(f"{c.id}: added ({c.points:g} points)")
+            out.append(f"{c.id}: added ({as_points(c.points)} points)")
             continue
         if o.points != c.points:
-            out.append(f"{c.id}: points {o.points:g} -> {c.points:g}")
+            out.append(f"{c.id}: points {as_points(o.points)} -> {as_points(c.points)}")
         if [check_to_dict(ch) for ch in o.checks] != [check_to_dict(ch) for ch in c.checks]:
             out.append(f"{c.id}: checks changed")
         if o.levels != c.levels:
@@ -161,7 +162,9 @@ class _Rerunner:
         stored = report.layers.get("L2")
         details = stored.details if stored is not None else {}
         opts = self.options or GradeOptions(
-            execute="kernel" in details,  # it was executed then
+            # it was executed then, or meant to be (a run that could not be made is tried
+            # again: its stored outputs never stand unchecked)
+            execute="kernel" in details or any(f.code == "not_executed" for f in report.flags),
             allow_unsandboxed=details.get("sandboxed") is False)
         opts = dataclasses.replace(opts, use_llm=False)
         key = (opts.execute, opts.allow_unsandboxed)
@@ -249,7 +252,7 @@ def _one(store: Store, grade: GradeRow, new_rubric: Rubric, changed: set[CheckKe
          rerunner: _Rerunner, anonymous: bool) -> RescoreRow:
     report = store.get_report(grade.id, anonymous=anonymous, overrides=False)
     latest = {o.criterion_id: o for o in store.overrides(grade.id)}
-    overrides = tuple(f"{o.criterion_id}: {o.old_points:g} -> {o.new_points:g} "
+    overrides = tuple(f"{o.criterion_id}: {as_points(o.old_points)} -> {as_points(o.new_points)} "
                       f"({o.reason}; {o.who})" for o in latest.values())
     base = RescoreRow(grade.id, _name(grade), report.score, None, report.max_score,
                       new_rubric.total_points, overrides=overrides, current_score=grade.score)
@@ -287,8 +290,8 @@ def _carried(new: GradeReport, latest: dict[str, OverrideRow]
         o = latest.get(c.id)
         if o is not None:
             points[c.id] = min(o.new_points, c.max_points)
-    lost = tuple(f"{o.criterion_id}: {o.old_points:g} -> {o.new_points:g} ({o.reason}; "
-                 f"{o.who})" for cid, o in latest.items() if cid not in points)
+    lost = tuple(f"{o.criterion_id}: {as_points(o.old_points)} -> {as_points(o.new_points)} "
+                 f"({o.reason}; {o.who})" for cid, o in latest.items() if cid not in points)
     return math.fsum(points.values()), lost
 
 

@@ -120,7 +120,8 @@ def variants(language: str) -> list[Variant]:
     return out
 
 
-MORE: tuple[str, ...] = ()  # sibling modules with more attacks (each: variants(language))
+# sibling modules with more attacks (each: variants(language))
+MORE: tuple[str, ...] = ("forging_verifier", "forging_runs", "forging_names")
 
 
 def link_assignment(folder: Path, secret: Path) -> Path:
