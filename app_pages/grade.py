@@ -2,9 +2,11 @@
 
 The assignment chosen survives visits to other pages (``grade_assignment_kept``);
 the Grade button is disabled while a job runs, and starting the same work twice
-gives the running job (grader.service.jobs), so two quick clicks grade once. A batch
-of more notebooks than the limit (grader.service.sizing) waits for the instructor to
-confirm it, with the count (``grade_confirm``). A page drawn afresh (a reload) while a
+gives the running job (grader.service.jobs), so two quick clicks grade once. Any class
+is graded, in chunks as one batch; a batch of more notebooks than
+grader.service.sizing.CONFIRM_ABOVE waits for the instructor to confirm it, with the
+count (``grade_confirm``): it holds the Grade button until it ends, and a wrong ZIP (a
+whole term's archive) must not start that unasked. A page drawn afresh (a reload) while a
 batch runs follows that batch with its assignment chosen in the picker. The create form's
 widgets are keyed by ``grade_new_round``, bumped once an assignment is made, so the next
 one starts empty; what was made (``grade_created``) is shown under its own assignment
@@ -211,13 +213,16 @@ if st.button("Grade", type="primary", key="grade_run", disabled=busy,
     size = batch_size([(u.name, u.data) for u in uploads])
     if not uploads:
         st.error("Nothing to grade: upload notebooks or a ZIP, or pick sample submissions.")
-    elif size.over_limit:  # asked once more, with what it would take
-        st.session_state["grade_confirm"] = (size.notebooks, size.words(), size.limit)
+    elif size.needs_confirmation:  # asked once more, with what it would take
+        st.session_state["grade_confirm"] = (size.notebooks, size.words(), size.confirm_above)
     else:
         _start(uploads)
 if (asked := st.session_state.get("grade_confirm")) and not busy:
     count, words, limit = asked
-    st.warning(f"{words}: more than {limit:,} notebooks in one batch. Grade them all?")
+    st.warning(f"{words}: more than {limit:,} notebooks in one batch. They are graded as one "
+               "batch, a chunk at a time, each grade saved as it is made (a stop is resumed "
+               "from here); the Grade button stays unavailable until the whole batch ends. "
+               "Grade them all?")
     yes, no = st.columns(2)
     if yes.button(f"Grade all {count:,}", key="grade_confirm_yes"):
         _start(uploads)

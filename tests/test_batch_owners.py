@@ -85,7 +85,10 @@ def test_grading_that_raises_leaves_the_batch_interrupted_for_resuming(ws: Works
     assert (b.done, b.pending) == (1, 1)
     job = start_resuming(ws, b.id, GradeOptions(execute=False), None)
     _wait(job)
-    assert [ws.store.get_grade(g).student_id for g in job.result.grade_ids] == ["student041"]
+    # the whole batch's class (issue 32): the grade made before the stop kept, not regraded
+    assert [ws.store.get_grade(g).student_id for g in job.result.grade_ids] == [
+        "student040", "student041"]
+    assert job.result.reused == 1
     assert ws.store.get_batch(b.id).status == "done"
 
 

@@ -1,4 +1,4 @@
-"""Reading one uploaded ZIP safely, in memory: the notebooks in it, and what was refused.
+"""Reading one uploaded ZIP safely, from memory or its file: its notebooks, what was refused.
 
 Part of ``grader.notebooks.archive`` (which names students and files). Nothing is ever
 extracted. The archive as a whole is refused (``ArchiveError``) when it is not a
@@ -13,65 +13,59 @@ compressed size, one larger than its header says, damaged data, a broken nested
 ZIP, or notebooks in a ZIP nested deeper than ``max_depth``. Each becomes an
 ``EntryProblem`` naming the entry as the archive names it (in strict mode, an
 ``ArchiveError``), and the other entries are read. Entries are read in chunks with
-a cap, never trusting the declared size.
+a cap, never trusting the declared size (the checks: ``grader.notebooks.zip_parts``).
 
 Entry names marked UTF-8 that are not (some zip tools) are read as cp437, as
 unmarked names are, with a note, rather than refusing the archive.
 
+``zip_entries`` reads every notebook at once. A class of thousands is read one notebook
+at a time instead (``ZipSource``): ``list`` walks the directories (a nested ZIP is read
+to list it, then let go) with the same checks and problems, and ``read`` reads one
+listed notebook, with the same caps and the same budget for the whole upload, so
+that no more than one notebook's bytes (and one nested ZIP's) are held at once.
+
 ``count_notebooks`` says how many notebooks a ZIP holds from its central directory
-alone (and those of the ZIPs in it), so that a batch too large to grade unasked
-(``grader.service.sizing.batch_size``) is refused before anything is read.
+alone (and those of the ZIPs in it), so that the Grade page can say how large a batch
+is (``grader.service.sizing.batch_size``) before anything is read.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import posixpath
-import re
-import stat
-import struct
 import zipfile
-import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
 
 from grader.errors import ArchiveError
 from grader.notebooks.load import DEFAULT_LIMITS as DEFAULT_NOTEBOOK_LIMITS
 from grader.notebooks.load import NotebookLimits
+from grader.notebooks.zip_parts import (
+    DEFAULT_ARCHIVE_LIMITS,
+    OPEN_ERRORS,
+    READ_ERRORS,
+    ArchiveLimits,
+    Budget,
+    EntryError,
+    Exhausted,
+    check_directory,
+    check_entry,
+    ignored,
+    mb,
+    open_zip,
+    read_entry,
+    safe_path,
+    wanted,
+)
 from grader.safe_text import shown_name
 
-__all__ = ["DEFAULT_ARCHIVE_LIMITS", "ArchiveLimits", "EntryProblem", "ZipEntry", "count_notebooks",
-           "mb", "shown_entry", "zip_entries"]
+__all__ = ["DEFAULT_ARCHIVE_LIMITS", "ArchiveLimits", "EntryProblem", "ZipEntry", "ZipEntryError",
+           "ZipRef", "ZipSource", "count_notebooks", "mb", "shown_entry", "zip_entries"]
 
 log = logging.getLogger(__name__)
-
-MB = 1_000_000
-_CHUNK = 1 << 16
-_IGNORED_PARTS = {"__MACOSX", ".ipynb_checkpoints"}
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-# Damaged or unsupported entry data (ValueError: a bad offset; RuntimeError: a password).
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)
-_READ_ERRORS += (NotImplementedError, RuntimeError)
-_OPEN_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError)
-_UTF8_FLAG = 0x800
-
-
-@dataclass(frozen=True)
-class ArchiveLimits:
-    """How much a ZIP may expand to before it is treated as a zip bomb."""
-
-    max_total_bytes: int = 500 * MB
-    max_ratio: float = 200.0
-    max_members: int = 5000
-    ratio_min_bytes: int = 1 * MB  # smaller members may compress as well as they like
-    max_depth: int = 1  # ZIPs inside ZIPs, this many levels
-
-    def __post_init__(self) -> None:
-        if self.max_total_bytes <= 0 or self.max_ratio <= 0 or self.max_members <= 0:
-            raise ValueError("ArchiveLimits: sizes, ratio and member count must be positive")
-
-
-DEFAULT_ARCHIVE_LIMITS = ArchiveLimits()
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +79,17 @@ class ZipEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ZipRef:
+    """A notebook listed in the archive's directories, not read yet (``ZipSource.read``)."""
+
+    path: str  # as ``ZipEntry.path``
+    raw: str  # as ``ZipEntry.raw``
+    size: int  # as its directory declares it (reading never trusts it)
+    notes: tuple[str, ...] = ()
+    members: tuple[int, ...] = ()  # its index in each directory: nested ZIPs', then its own
+
+
+@dataclass(frozen=True, slots=True)
 class EntryProblem:
     """An entry that was not read; ``raw`` is its name as the archive gives it."""
 
@@ -92,21 +97,13 @@ class EntryProblem:
     reason: str
 
 
-class _EntryError(Exception):
-    """One entry cannot be used; the archive as a whole is fine."""
+class ZipEntryError(ArchiveError):
+    """One listed entry cannot be read (``file``: the upload and the entry); the archive as a
+    whole is fine, and its other entries are read."""
 
 
-class _Exhausted(ArchiveError):
-    """The upload expanded past its budget while being read: its headers lied."""
-
-
-@dataclass
-class _Budget:
-    remaining: int  # uncompressed bytes still allowed across the whole upload
-
-
-def mb(n: float) -> str:
-    return f"{n / MB:.1f} MB"
+# (index in its directory, its info, raw name with the nested ZIP's, normalised path, notes)
+_Walked = tuple[int, zipfile.ZipInfo, str, str, tuple[str, ...]]
 
 
 def zip_entries(
@@ -128,7 +125,7 @@ class _Reader:
     def __init__(self, name: str, limits: ArchiveLimits, notebook_limits: NotebookLimits,
                  problems: list[EntryProblem] | None) -> None:
         self.name, self.limits, self.notebook_limits = name, limits, notebook_limits
-        self.problems, self.budget = problems, _Budget(limits.max_total_bytes)
+        self.problems, self.budget = problems, Budget(limits.max_total_bytes)
         self.skipped: list[str] = []
 
     def label(self, raw: str) -> str:
@@ -141,72 +138,193 @@ class _Reader:
         log.info("%s: not reading %r: %s", self.name, raw, reason)
         self.problems.append(EntryProblem(raw, reason))
 
+    def walk(self, zf: zipfile.ZipFile, repaired: set[str], name: str, prefix: str
+             ) -> Iterator[_Walked]:
+        """The entries of one ZIP worth reading (notebooks, ZIPs), checked on what its
+        directory declares; the others are skipped or recorded as problems. ``prefix``: ''
+        for the upload, the nested ZIP's raw name and '/' in it; ``name`` labels errors of
+        the ZIP as a whole."""
+        infos = zf.infolist()
+        check_directory(len(infos), [i for i in infos if wanted(i.filename)], name,
+                        self.limits, self.budget)
+        for index, info in enumerate(infos):
+            raw = info.orig_filename
+            full = f"{prefix}{raw}"
+            if not wanted(raw):
+                if raw and not raw.endswith(("/", "\\")):
+                    self.skipped.append(full)
+                continue
+            try:
+                path = safe_path(raw)
+                if ignored(path):
+                    continue
+                check_entry(info, self.limits, self.notebook_limits)
+            except EntryError as exc:
+                self.problem(full, str(exc), exc)
+                continue
+            notes = (f"the archive marks the name {raw!r} as UTF-8 but it is not: read "
+                     "as cp437",) if raw in repaired else ()
+            yield index, info, full, f"{prefix}{path}", notes
+
     def read(self, data: bytes, name: str, prefix: str, depth: int) -> list[ZipEntry]:
-        """The notebooks of one ZIP: the upload (``prefix`` '') or a ZIP in it (``prefix``
-        its raw name and '/'); ``name`` labels errors of the ZIP as a whole."""
-        zf, repaired = _open(data, name)
+        """The notebooks of one ZIP, read: the upload (``prefix`` '') or a ZIP in it."""
+        zf, repaired = open_zip(data, name)
         entries: list[ZipEntry] = []
         with zf:
-            infos = zf.infolist()
-            wanted = [i for i in infos if _wanted(i.filename)]
-            _check_directory(len(infos), wanted, name, self.limits, self.budget)
-            for info in infos:
-                raw = info.orig_filename
-                full = f"{prefix}{raw}"
-                if not _wanted(raw):
-                    if raw and not raw.endswith(("/", "\\")):
-                        self.skipped.append(full)
-                    continue
-                try:
-                    path = _safe_path(raw)
-                    if _ignored(path):
-                        continue
-                    _check_entry(info, self.limits, self.notebook_limits)
-                except _EntryError as exc:
-                    self.problem(full, str(exc), exc)
-                    continue
-                notes = (f"the archive marks the name {raw!r} as UTF-8 but it is not: read "
-                         "as cp437",) if raw in repaired else ()
-                entries.extend(self._entry(zf, info, full, f"{prefix}{path}", depth, notes))
+            for _, info, full, path, notes in self.walk(zf, repaired, name, prefix):
+                if not path.lower().endswith(".zip"):
+                    entries.extend(self._notebook(zf, info, full, path, notes))
+                elif (inner := self._nested(zf, info, full, depth)) is not None:
+                    entries.extend(self._inside(full, self.read, inner, self.label(full),
+                                                f"{full}/", depth + 1))
         return entries
 
-    def _entry(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, full: str, path: str,
-               depth: int, notes: tuple[str, ...]) -> list[ZipEntry]:
-        nested = path.lower().endswith(".zip")
-        cap = self.budget.remaining if nested else self.notebook_limits.max_bytes
+    def list(self, zf: zipfile.ZipFile, repaired: set[str], name: str, prefix: str,
+             depth: int, trail: tuple[int, ...]) -> list[ZipRef]:
+        """The notebooks of one ZIP, listed, not read (nested ZIPs are read to list them)."""
+        refs: list[ZipRef] = []
+        for index, info, full, path, notes in self.walk(zf, repaired, name, prefix):
+            members = (*trail, index)
+            if not path.lower().endswith(".zip"):
+                refs.append(ZipRef(path, full, info.file_size, notes, members))
+            elif (inner := self._nested(zf, info, full, depth)) is not None:
+                refs.extend(self._inside(full, self._list_bytes, inner, self.label(full),
+                                         f"{full}/", depth + 1, members))
+        return refs
+
+    def _list_bytes(self, data: bytes, name: str, prefix: str, depth: int,
+                    trail: tuple[int, ...]) -> list[ZipRef]:
+        zf, repaired = open_zip(data, name)
+        with zf:
+            return self.list(zf, repaired, name, prefix, depth, trail)
+
+    def _notebook(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, full: str, path: str,
+                  notes: tuple[str, ...]) -> list[ZipEntry]:
         try:  # an ArchiveError here (a bomb found while reading) refuses the whole upload
-            data = _read_entry(zf, info, self.label(full), self.limits, self.budget, cap)
-        except _EntryError as exc:
+            data = read_entry(zf, info, self.label(full), self.limits, self.budget,
+                              self.notebook_limits.max_bytes)
+        except EntryError as exc:
             self.problem(full, str(exc), exc)
             return []
-        if not nested:
-            return [ZipEntry(path, full, data, notes)]
+        return [ZipEntry(path, full, data, notes)]
+
+    def _nested(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, full: str, depth: int
+                ) -> bytes | None:
+        """A nested ZIP's bytes, or None when it is not to be read (a problem says why)."""
+        try:
+            data = read_entry(zf, info, self.label(full), self.limits, self.budget,
+                              self.budget.remaining)
+        except EntryError as exc:
+            self.problem(full, str(exc), exc)
+            return None
         if depth >= self.limits.max_depth:
-            return self._too_deep(data, full)
-        try:  # a bad nested ZIP costs only itself
-            return self.read(data, self.label(full), f"{full}/", depth + 1)
-        except _Exhausted:
+            self._too_deep(data, full)
+            return None
+        return data
+
+    def _inside(self, full: str, then: Callable[..., list[_T]], *args: Any) -> list[_T]:
+        """``then(*args)`` over the nested ZIP ``full``: a bad one costs only itself."""
+        try:
+            return then(*args)
+        except Exhausted:
             raise
         except ArchiveError as exc:
             self.problem(full, exc.reason, exc)
             return []
 
-    def _too_deep(self, data: bytes, full: str) -> list[ZipEntry]:
+    def _too_deep(self, data: bytes, full: str) -> None:
         """Name the notebooks of a ZIP nested too deep to be read (without reading them)."""
         levels = self.limits.max_depth
         why = (f"inside a ZIP nested more than {levels} level{'s' if levels != 1 else ''} "
                "deep: not read (unzip it and upload its notebooks)")
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as inner:
-                names = [n for n in inner.namelist() if _wanted(n)]
-        except (*_OPEN_ERRORS, UnicodeDecodeError) as exc:
+                names = [n for n in inner.namelist() if wanted(n)]
+        except (*OPEN_ERRORS, UnicodeDecodeError) as exc:
             self.problem(full, f"a ZIP nested too deep, and not a valid one ({exc})", exc)
-            return []
+            return
         for inner_name in names:
             self.problem(f"{full}/{inner_name}", why)
         if not names:
             log.info("%s: %s is nested too deep and holds no notebook", self.name, full)
-        return []
+
+
+class ZipSource:
+    """One uploaded ZIP, kept open: its notebooks listed (``list``), then read one at a time
+    (``read``), with the checks, caps and budget of ``zip_entries``. ``data``: the ZIP's
+    bytes, or its file (read as needed, never whole). Raises ``ArchiveError`` when it is
+    not a ZIP, ``OSError`` when its file cannot be opened."""
+
+    def __init__(self, data: bytes | Path, name: str,
+                 limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+                 notebook_limits: NotebookLimits = DEFAULT_NOTEBOOK_LIMITS) -> None:
+        self.name = name
+        self._reader = _Reader(name, limits, notebook_limits, [])
+        self._inner: tuple[tuple[int, ...], zipfile.ZipFile] | None = None
+        self._file: BinaryIO | None = data.open("rb") if isinstance(data, Path) else None
+        try:
+            self._zf, self._repaired = open_zip(self._file or data, name)
+        except BaseException:
+            if self._file is not None:
+                self._file.close()
+            raise
+
+    def list(self, problems: list[EntryProblem]) -> tuple[list[ZipRef], list[str]]:
+        """The notebooks, listed in the archive's order, and the other files' names; each
+        entry refused is appended to ``problems``. Raises ``ArchiveError`` for an archive
+        refused whole (a zip bomb)."""
+        self._reader.problems = problems
+        return (self._reader.list(self._zf, self._repaired, self.name, "", 0, ()),
+                self._reader.skipped)
+
+    def read(self, ref: ZipRef) -> bytes:
+        """A listed notebook's bytes. Raises ``ZipEntryError`` when that entry cannot be read,
+        and ``ArchiveError`` when the upload expands past its budget (its headers lied:
+        the whole upload is refused)."""
+        label = self._reader.label(ref.raw)
+        try:
+            zf = self._zip_of(ref.members[:-1], label)
+            return read_entry(zf, zf.infolist()[ref.members[-1]], label, self._reader.limits,
+                              self._reader.budget, self._reader.notebook_limits.max_bytes)
+        except EntryError as exc:
+            raise ZipEntryError(label, str(exc)) from exc
+
+    def _zip_of(self, trail: tuple[int, ...], label: str) -> zipfile.ZipFile:
+        """The ZIP holding an entry: the upload, or a nested ZIP (read again, kept open for
+        the entries after it; its bytes were counted in the budget when it was listed)."""
+        if not trail:
+            return self._zf
+        if self._inner is not None and self._inner[0] == trail:
+            return self._inner[1]
+        self._close_inner()
+        zf, limits = self._zf, self._reader.limits
+        for index in trail:
+            info = zf.infolist()[index]
+            data = read_entry(zf, info, label, limits, Budget(limits.max_total_bytes),
+                              limits.max_total_bytes)
+            try:
+                zf = open_zip(data, label)[0]
+            except ArchiveError as exc:
+                raise EntryError(exc.reason) from exc
+        self._inner = (trail, zf)
+        return zf
+
+    def _close_inner(self) -> None:
+        if self._inner is not None:
+            self._inner[1].close()
+            self._inner = None
+
+    def close(self) -> None:
+        self._close_inner()
+        self._zf.close()
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> ZipSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def count_notebooks(data: bytes, name: str,
@@ -223,7 +341,7 @@ def count_notebooks(data: bytes, name: str,
         found = 0
         for info in infos:
             path = info.filename.replace("\\", "/")
-            if not _wanted(path) or _ignored(path):
+            if not wanted(path) or ignored(path):
                 continue
             if path.lower().endswith(".ipynb"):
                 found += 1
@@ -231,11 +349,11 @@ def count_notebooks(data: bytes, name: str,
                 try:
                     with zipfile.ZipFile(io.BytesIO(zf.read(info))) as inner:
                         found += count(inner, depth + 1)
-                except _READ_ERRORS:  # reading it for grading names the problem
+                except READ_ERRORS:  # reading it for grading names the problem
                     continue
         return found
 
-    zf, _ = _open(data, name)
+    zf, _ = open_zip(data, name)
     with zf:
         return count(zf, 0)
 
@@ -243,137 +361,3 @@ def count_notebooks(data: bytes, name: str,
 def shown_entry(raw: str) -> str:
     """An entry's name as shown in labels: '/' separators, unsafe characters escaped."""
     return shown_name(raw.replace("\\", "/"))
-
-
-def _wanted(raw: str) -> bool:
-    """Whether an entry is read at all: a notebook or a ZIP (by its name)."""
-    return raw.lower().endswith((".ipynb", ".zip"))
-
-
-def _ignored(path: str) -> bool:
-    """macOS and Jupyter leftovers, hidden folders (.git), editor files: not submissions."""
-    *folders, file = path.split("/")
-    return (bool(_IGNORED_PARTS.intersection(folders)) or any(f[:1] == "." for f in folders)
-            or not file or file.startswith(("._", ".#", "~$")))
-
-
-def _open(data: bytes, name: str) -> tuple[zipfile.ZipFile, set[str]]:
-    """The open archive, and the names that were marked UTF-8 but read as cp437."""
-    try:
-        return zipfile.ZipFile(io.BytesIO(data)), set()
-    except UnicodeDecodeError as exc:
-        fixed, names = _unmark_bad_utf8(data)
-        if not names:
-            raise ArchiveError(name, f"not a valid ZIP archive ({exc})") from exc
-        log.warning("%s: %d entry names marked UTF-8 are not; read as cp437", name, len(names))
-        try:
-            return zipfile.ZipFile(io.BytesIO(fixed)), names
-        except (*_OPEN_ERRORS, UnicodeDecodeError) as again:
-            raise ArchiveError(name, f"not a valid ZIP archive ({again})") from again
-    except _OPEN_ERRORS as exc:
-        raise ArchiveError(name, f"not a valid ZIP archive ({exc})") from exc
-
-
-def _unmark_bad_utf8(data: bytes) -> tuple[bytes, set[str]]:
-    """``data`` with the UTF-8 flag cleared on entries whose names are not UTF-8 (central
-    directory and local header), and those names as cp437 reads them. Plain ZIPs only
-    (ZIP64 and damaged directories are left as they are: nothing is returned)."""
-    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 65535))
-    if end < 0 or end + 22 > len(data):
-        return data, set()
-    cd_size, cd_offset = struct.unpack_from("<II", data, end + 12)
-    start = end - cd_size  # where the directory is, whatever was prepended to the archive
-    shift = start - cd_offset
-    if 0xFFFFFFFF in (cd_size, cd_offset) or start < 0 or shift < 0:
-        return data, set()
-    out, names, pos = bytearray(data), set(), start
-    while pos + 46 <= end and data[pos : pos + 4] == b"PK\x01\x02":
-        flags, = struct.unpack_from("<H", data, pos + 8)
-        n_name, n_extra, n_comment = struct.unpack_from("<HHH", data, pos + 28)
-        local, = struct.unpack_from("<I", data, pos + 42)
-        raw = data[pos + 46 : pos + 46 + n_name]
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            if flags & _UTF8_FLAG:
-                struct.pack_into("<H", out, pos + 8, flags & ~_UTF8_FLAG)
-                head = local + shift
-                if data[head : head + 4] == b"PK\x03\x04":
-                    local_flags, = struct.unpack_from("<H", data, head + 6)
-                    struct.pack_into("<H", out, head + 6, local_flags & ~_UTF8_FLAG)
-                names.add(raw.decode("cp437"))
-        pos += 46 + n_name + n_extra + n_comment
-    return bytes(out), names
-
-
-def _check_directory(count: int, wanted: list[zipfile.ZipInfo], name: str,
-                     limits: ArchiveLimits, budget: _Budget) -> None:
-    """Zip-bomb checks on what the central directory declares for the whole archive."""
-    if count > limits.max_members:
-        reason = f"{count:,} entries (the limit is {limits.max_members:,})"
-        raise ArchiveError(name, f"zip bomb suspected: {reason}")
-    total = sum(i.file_size for i in wanted)
-    if total > budget.remaining:
-        reason = f"it would expand to {mb(total)} (the limit is {mb(limits.max_total_bytes)})"
-        raise ArchiveError(name, f"zip bomb suspected: {reason}")
-
-
-def _safe_path(raw: str) -> str:
-    """The entry's path with '/' separators, or _EntryError for a zip-slip name."""
-    path = raw.replace("\\", "/")
-    unsafe = path.startswith("/") or _DRIVE_RE.match(path) or "\x00" in path
-    normal = posixpath.normpath(path) if path else path
-    if unsafe or normal == ".." or normal.startswith("../"):
-        raise _EntryError(f"unsafe entry path {raw!r} (zip-slip): not read")
-    return normal if normal != "." else ""
-
-
-def _ratio_error(size: int, info: zipfile.ZipInfo, limits: ArchiveLimits) -> str:
-    if size > limits.ratio_min_bytes and size > limits.max_ratio * max(info.compress_size, 1):
-        ratio = size / max(info.compress_size, 1)
-        return (f"zip bomb suspected: {info.orig_filename!r} expands {ratio:,.0f} times "
-                f"(the limit is {limits.max_ratio:,.0f}): not read")
-    return ""
-
-
-def _check_entry(info: zipfile.ZipInfo, limits: ArchiveLimits,
-                 notebook_limits: NotebookLimits) -> None:
-    """What the directory says of one entry: a link, encrypted, too large, a bomb."""
-    if stat.S_ISLNK(info.external_attr >> 16):
-        raise _EntryError("a symbolic link, not a file: not read")
-    if info.flag_bits & 0x1:
-        raise _EntryError("the entry is encrypted: not read")
-    if reason := _ratio_error(info.file_size, info, limits):
-        raise _EntryError(reason)
-    if not info.orig_filename.lower().endswith(".zip") and (
-        info.file_size > notebook_limits.max_bytes
-    ):
-        cap = mb(notebook_limits.max_bytes)
-        raise _EntryError(f"too large ({mb(info.file_size)}; the limit is {cap})")
-
-
-def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
-                limits: ArchiveLimits, budget: _Budget, cap: int) -> bytes:
-    """The entry's bytes, read in chunks and stopped as soon as a limit is passed."""
-    if info.file_size > cap:
-        raise _EntryError(f"too large ({mb(info.file_size)}; the limit is {mb(cap)})")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(_CHUNK):
-                size += len(chunk)
-                if size > info.file_size:
-                    raise _EntryError("zip bomb suspected: larger than its header says")
-                if size > budget.remaining:
-                    over = mb(limits.max_total_bytes)
-                    reason = f"zip bomb suspected: the archive expands past {over}"
-                    raise _Exhausted(label, reason)
-                if reason := _ratio_error(size, info, limits):
-                    raise _EntryError(reason)
-                chunks.append(chunk)
-    except _READ_ERRORS as exc:
-        raise _EntryError(f"cannot read it from the ZIP ({exc})") from exc
-    finally:
-        budget.remaining -= size
-    return b"".join(chunks)

@@ -1,11 +1,14 @@
 """A grading job in the background, followed live by a page.
 
 The Grade page hands over the uploaded files and gets a ``GradeJob``: the job
-expands the uploads (ZIPs, notebooks; a bad file becomes a problem that names
-it, and the others go on), grades them in a worker thread through
-``grade_batch`` with the store (each report is saved as soon as it is made),
-and folds the pipeline's progress events into a ``ProgressBoard`` that the
-page draws from snapshots (``wait`` returns when the board changed). If the
+reads the uploads one notebook at a time into the store (``grader.notebooks.stream``:
+ZIPs, notebooks; a bad file becomes a problem that names it, and the others go on),
+grades them in a worker thread as one batch in chunks (``grader.service.batch.grade_refs``:
+each chunk's notebooks fetched from the store, each report saved as soon as it is made,
+so that a class of thousands is never all in memory), and folds the pipeline's progress
+events into a ``ProgressBoard`` that the page draws from snapshots (``wait`` returns when
+the board changed). A resumed batch counts its whole class, the notebooks graded before
+the stop as done, and its results and downloads cover every student of it. If the
 page goes away (the browser tab is closed, the user clicks elsewhere), the job
 still finishes and every grade is in the store: nothing done is lost.
 
@@ -38,14 +41,15 @@ from inference import DisaggregatedClient
 
 from ..errors import StoreError
 from ..layers.base import GradeOptions
-from ..notebooks.archive import InputProblem, expand_uploads
+from ..notebooks.archive import InputProblem
+from ..notebooks.stream import NotebookRef, read_class
 from ..pipeline import GradeInput, Grader
 from ..rubrics.schema import Rubric, loads
 from ..sandbox.stopping import allow_runs, stop_runs, wait_for_runs
 from ..store.database import BatchRow, GradeRow, Store
 from ..types import GradeReport
 from ..views.progress import BoardSnapshot, ProgressBoard
-from .batch import BatchResult, grade_batch, resume_batch
+from .batch import BatchResult, Item, batch_class, grade_items, grade_refs, stored_bytes
 from .workspace import Upload, Workspace
 
 log = logging.getLogger(__name__)
@@ -72,8 +76,8 @@ class JobResult:
         return [(gid, store.get_report(gid, anonymous)) for gid in self.grade_ids]
 
 
-Collect = Callable[[], tuple[list[GradeInput], list[InputProblem]]]
-RunBatch = Callable[[Grader, list[GradeInput]], BatchResult]
+Collect = Callable[[], tuple[Sequence[Item], list[InputProblem]]]
+RunBatch = Callable[[Grader, Sequence[Item]], BatchResult]
 
 _LIVE: set[GradeJob] = set()  # jobs running in this process
 _LIVE_LOCK = threading.Lock()
@@ -115,8 +119,8 @@ class GradeJob:
         self.client = client if options.use_llm else None
         self.workers = workers
         self.rubric = rubric
-        self.run = run or (lambda grader, items: grade_batch(
-            grader, items, workspace.store, workers, regrade=regrade))
+        self.run = run or (lambda grader, items: grade_items(
+            grader, items, workspace.store, workers, regrade))
         self.result = JobResult(assignment)
         self.board = ProgressBoard(models=self.client is not None,
                                    replies=_replies(self.client, self.started_at))
@@ -157,16 +161,10 @@ class GradeJob:
             self.result.title = assignment.title
             grader = Grader(assignment, self.options, client=self.client,
                             events=self.board.apply)
-            store = self.workspace.store
             batch = self.run(grader, items)
-            aid = self.workspace.assignment_id(self.assignment)
-            version = assignment.rubric.version
-            ids = []
-            for item in items:
-                row = store.find_grade(aid, item.sha256, version, item.student_id)
-                if row is None:  # every report is saved as it is made: this is a bug
-                    raise StoreError(f"{item.name} was graded but its grade is not in the store")
-                ids.append(row.id)
+            ids = batch.grade_ids
+            if len(ids) != len(items):  # every report is saved as it is made: this is a bug
+                raise StoreError(f"{len(items)} notebooks graded, {len(ids)} grades stored")
             self.result.reports, self.result.grade_ids = batch.reports, ids
             self.result.reused = batch.reused
             self.result.unlike = _unlike(batch.reports, items, ids)
@@ -237,7 +235,7 @@ def stop_jobs(why: str, timeout_s: float = 60.0) -> list[GradeJob]:
     return left
 
 
-def _unlike(reports: Sequence[GradeReport], items: Sequence[GradeInput],
+def _unlike(reports: Sequence[GradeReport], items: Sequence[Item],
             grade_ids: Sequence[int]) -> list[tuple[int, str]]:
     """(grade id, the flag's message) of the notebooks that have little in common with
     the assignment's template (the pipeline's ``unlike_template`` flag)."""
@@ -253,9 +251,10 @@ def start_grading(workspace: Workspace, assignment: str, uploads: Sequence[Uploa
     The same uploads for the same assignment and options, asked for again while they are
     graded, give the running job (one batch per upload set)."""
 
-    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
-        files, problems = expand_uploads([(u.name, u.data) for u in uploads])
-        return [GradeInput.from_submission(f) for f in files], problems
+    def collect() -> tuple[list[NotebookRef], list[InputProblem]]:
+        keep = workspace.store.save_file  # each notebook kept as it is read, then let go
+        with read_class([(u.name, u.data) for u in uploads], keep) as cls:
+            return cls.refs, cls.problems
 
     return GradeJob(workspace, assignment, collect, options, client, workers, regrade,
                     key=grading_key(workspace, assignment, uploads, options, regrade)).start()
@@ -299,17 +298,20 @@ def start_regrading(workspace: Workspace, grade_ids: Sequence[int], options: Gra
     name = store.assignment_name(rows[0].assignment_id)
     job: GradeJob
 
-    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
-        items, problems, before = [], [], []
+    def collect() -> tuple[list[NotebookRef], list[InputProblem]]:
+        refs, problems, before = [], [], []
+        sizes = store.file_sizes(r.sha256 for r in rows)
         for r in rows:
-            try:
-                items.append(stored_input(store, r))
-            except StoreError as exc:
-                problems.append(InputProblem(r.file, str(exc)))
+            if r.sha256 not in sizes:
+                problems.append(InputProblem(r.file, f"{r.file}: its content was not kept "
+                                             "(graded before the store kept notebooks); "
+                                             "upload it on the Grade page"))
                 continue
+            refs.append(NotebookRef(r.file, r.sha256, sizes[r.sha256], r.student_id,
+                                    r.display_name))
             before.append((r.id, r.rubric_version, r.score))
         job.result.before = before
-        return items, problems
+        return refs, problems
 
     key = _work_key(store, "regrade", sorted(r.submission_id for r in rows), options)
     job = GradeJob(workspace, name, collect, options, client, workers, regrade=True, key=key,
@@ -357,20 +359,12 @@ def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
     rubric = loads(version.rubric_json, f"{name} rubric {version.version}")
     store.claim_batch(batch_id)
 
-    def collect() -> tuple[list[GradeInput], list[InputProblem]]:
-        items, problems = [], []
-        for p in store.pending_items(batch_id):
-            data = store.get_file(p.sha256)
-            if data is None:
-                problems.append(InputProblem(p.file, "its content was not kept: upload it "
-                                                     "again"))
-                store.mark_item(p.id, "error", error="content not kept; upload again")
-                continue
-            items.append(GradeInput(p.file, data, p.student_id, p.display_name))
-        return items, problems
+    def collect() -> tuple[list[NotebookRef], list[InputProblem]]:
+        return batch_class(store, batch_id)
 
-    def run(grader: Grader, items: list[GradeInput]) -> BatchResult:
-        return resume_batch(grader, store, batch_id, items, workers, claim=False)
+    def run(grader: Grader, refs: Sequence[Item]) -> BatchResult:
+        return grade_refs(grader, refs, stored_bytes(store), store, workers,
+                          batch_id=batch_id)
 
     return GradeJob(workspace, name, collect, options, client, workers, run=run,
                     rubric=rubric, key=key, holds=batch_id, kind="resume").start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,6 +44,16 @@ class StoreFilesMixin:
         with self._tx("save a submission file") as c:
             c.execute("INSERT INTO submission_files (sha256, data, created_at) VALUES (?, ?, ?) "
                       "ON CONFLICT DO NOTHING", (sha256, data, time.time()))
+
+    def file_sizes(self: _Tx, sha256s: Iterable[str]) -> dict[str, int]:
+        """The size of each kept file among ``sha256s`` (those not kept are left out), read
+        without reading the files (a batch plans its chunks from them)."""
+        wanted = list(dict.fromkeys(sha256s))
+        with self._tx("read the sizes of submission files", write=False) as c:
+            rows = [c.execute("SELECT length(data) FROM submission_files WHERE sha256 = ?",
+                              (sha,)).fetchone() for sha in wanted]
+        return {sha: int(row[0]) for sha, row in zip(wanted, rows, strict=True)
+                if row is not None}
 
     def get_file(self: _Tx, sha256: str) -> bytes | None:
         with self._tx("read a submission file", write=False) as c:
