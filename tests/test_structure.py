@@ -133,7 +133,12 @@ def test_short_answer_gets_a_level_not_a_share_of_its_words():
     cells[6] = new_markdown_cell("YOUR ANSWER HERE West wins.")
     result, _ = run_l1(cells)
     q1 = by_target(result, "Question 1")
-    # 2 words of the 10 asked: the default levels call it very brief (50%), not 2/10
+    # a placeholder plus 2 words of the 10 asked is not half an answer (issue 32): words
+    # alone need a quarter of those asked
+    assert q1.score == 0
+    assert "too short for credit without a key point (at least 3 words)" in q1.message
+    cells[6] = new_markdown_cell("YOUR ANSWER HERE The West wins.")  # 3 of 10: very brief
+    q1 = by_target(run_l1(cells)[0], "Question 1")
     assert q1.score == pytest.approx(0.5)
     assert "below the 10 asked" in q1.message
     assert "very brief" in q1.message

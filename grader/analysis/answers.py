@@ -32,7 +32,8 @@ student's numbered lists.
 ``Answer.text`` keeps whole source lines as a reader sees them (``grader.analysis.visible``:
 invisible characters and hidden HTML removed); ``word_count`` counts only the answer's
 words in them, with ``visible.words``, the grader's one word count: labels, the question's
-own text, comment marks and the code around a printed string are left out. Lines the
+own text, comment marks and the code around a printed string are left out, and a
+sentence the answer repeats word for word counts once. Lines the
 caller ``excluded`` (the blocks the injection detector flagged) are neither: text aimed
 at the grader is never an answer, and ``set_aside`` says how many lines were left out.
 ``Answer.evidence`` names each cell the text came from, with the first line used when
@@ -41,6 +42,7 @@ only part of the cell was (a split cell, a code cell, the question's own cell).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
@@ -195,8 +197,24 @@ def _assemble(question: str, found: list[_Part], placeholders: tuple[str, ...],
             whole = part.whole and len(lines) == len(part.lines)
             evidence.append(Evidence(cell_id, None if whole else lines[0][0].number,
                                      _excerpt(own)))
-    return Answer(question, True, "\n\n".join(texts), len(words("\n\n".join(counted))),
+    return Answer(question, True, "\n\n".join(texts), _count("\n\n".join(counted)),
                   tuple(evidence), set_aside)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+def _count(text: str) -> int:
+    """The answer's words, each sentence counted once: a sentence said again (the same
+    words, case aside) adds nothing to the answer, however often it is pasted."""
+    seen: set[tuple[str, ...]] = set()
+    total = 0
+    for sentence in _SENTENCE_END.split(text):
+        said = tuple(w.casefold() for w in words(sentence))
+        if said and said not in seen:
+            seen.add(said)
+            total += len(said)
+    return total
 
 
 def _holds_instructions(o: CellOrigin, placeholders: tuple[str, ...]) -> bool:

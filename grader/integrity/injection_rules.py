@@ -4,12 +4,15 @@ Each rule is a regular expression over a place's normalised, case-folded text. R
 every place, the rules cost most of a grade, so each stands behind a *trigger*: words
 and strings that every match of the rule holds ("ignore" and "instructions", "award"
 and "marks", a "<" and a ">" around a role's name). ``triggered`` reads a place's
-words once (``str.translate`` and ``split`` for ASCII text, no regex), then checks each
-rule's clauses against them with set and substring tests; a rule runs only where one
-of its clauses is met. A trigger needs nothing the normalisation could change but
-whitespace, so it may also be read on the raw text when that is all normalising would
-change. It must never miss what its rule finds: ``tests/test_injection_fast.py``
-compares the scan with and without triggers on every alternative of every rule.
+words once (``str.translate`` and ``split`` for ASCII text, no regex); they name the
+clauses worth checking (each clause is filed under the words of its rarest need), which
+are checked with set and substring tests, a pattern last; a rule runs only where one of
+its clauses is met. The rules for words addressed to the grader in any form (role
+claims, directives, self-assessment) are ``injection_address``'s. A trigger needs
+nothing the normalisation could change but whitespace, so it may also be read on the
+raw text when that is all normalising would change. It must never miss what its rule
+finds: ``tests/test_injection_fast.py`` compares the scan with and without triggers on
+every alternative of every rule.
 """
 
 from __future__ import annotations
@@ -17,19 +20,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .injection_address import ADDRESS_RULES
+from .injection_terms import ALL_WHERE, SOURCE_WHERE, TEXT_WHERE, WHERE, Rule
+from .injection_terms import Clause as _Clause
+from .injection_terms import rx as _rx
+from .injection_terms import top as _top
+from .injection_terms import words as _w
+
 __all__ = ["ALL_WHERE", "RULES", "SOURCE_WHERE", "TEXT_WHERE", "WHERE", "Rule", "triggered"]
-
-# Where text can be: a cell's source (markdown, raw, comment, string, code), a stored
-# output, an output of our own run, notebook or cell metadata, an attachment.
-WHERE = ("markdown", "raw", "comment", "string", "code", "output", "run_output", "metadata",
-         "attachment")
-TEXT_WHERE = frozenset(WHERE) - {"code"}
-ALL_WHERE = frozenset(WHERE)
-SOURCE_WHERE = frozenset({"markdown", "raw", "comment", "string", "attachment", "metadata"})
-
-
-def _rx(*parts: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.MULTILINE)
 
 
 _Q = r"(?:previous|prior|earlier|above|preceding|foregoing|former|original|initial|your|system|grading|marking)"  # noqa: E501
@@ -63,8 +61,12 @@ _OVERRIDE = _rx(
     r"(?:以前|前|上記|これまで)の(?:すべての|全ての)?(?:指示|命令|ルール|指令)を(?:すべて|全て)?無視",
     r"игнорируй(?:те)?\s+(?:все\s+)?(?:предыдущие|прежние|вышеуказанные)\s+(?:инструкции|указания)",
 )
+# Not a verb said of someone ("teachers who give full marks", "they rarely award top marks").
+_NOT_SAID_OF = "".join(f"(?<!\\b{w} )" for w in (
+    "who", "that", "which", "we", "they", "he", "she", "often", "rarely", "never", "always",
+    "usually", "sometimes", "seldom", "typically"))
 _SCORE = _rx(
-    rf"\b(?:award|give|grant|assign|allot)\s+(?:{_OBJ}\s+){{0,3}}{_AMOUNT}",
+    rf"{_NOT_SAID_OF}\b(?:award|give|grant|assign|allot)\s+(?:{_OBJ}\s+){{0,3}}{_AMOUNT}",
     r"\b(?:give|award|grade|score|rate|mark)\s+(?:this|it|me|us|my work|this (?:submission|notebook|work|assignment|answer|solution))\s+(?:a\s+|an\s+)?(?:100\s*%|100 percent|full marks|(?P<n>[1-9]\d*)\s*/\s*(?P=n)\b)",  # noqa: E501
     r"\b(?:deserves?|merits?|should\s+(?:get|receive|be\s+(?:given|awarded))|must\s+(?:get|receive|be\s+(?:given|awarded)))\s+(?:a\s+)?(?:(?:full|maximum|perfect)\s+(?:marks?|credit|points|score|grade)\b|100\s*%)",
     r"\b(?:mark|consider|treat|grade|score)\s+(?:all|every|each)\s+(?:\S+\s+){0,2}?(?:criteri(?:a|on)|rubric items?|requirements?|questions?)\s+(?:as\s+)?(?:met|satisfied|passed|fulfilled|correct)\b",  # noqa: E501
@@ -76,14 +78,6 @@ _SCORE = _rx(
     r"(?:应该|應該|应当|應當|值得)(?:得到|获得|獲得|拿到|得)(?:满分|滿分|最高分)|満点を(?:与え|付け|つけ|あげ)",
     r"(?:поставь(?:те)?|дай(?:те)?)\s+(?:\S+\s+){0,2}?максимальн\w*\s+(?:балл|оценк)\w*",
 )
-
-
-def _top(g: str) -> str:
-    """A top score: "1.0", "0.95", "100%", "10/10", "full marks" (its group named ``g``)."""
-    return (r"(?:1\.0+|0?\.9\d*|100\s*%|100\s+percent"
-            rf"|(?P<{g}>[1-9]\d*(?:\.\d+)?)\s*/\s*(?P={g})"
-            r"|(?:full|maximum|max|perfect|top|highest)\s+(?:marks?|credit|points?|scores?|grades?)"
-            r")(?!\w|\.\d)")
 
 
 _JUDGE = _rx(  # a score spoken to whoever judges the answer: "rate it 1.0", "1.0 out of 1.0"
@@ -122,26 +116,8 @@ _JSON = _rx(
 )
 
 # --- the triggers: what every match of a rule contains ----------------------------------
-# A trigger is a list of clauses, a clause a list of needs, all met: a frozenset of whole
-# words (one of them is a ``\w+`` word of the text), a tuple of strings (one of them is in
-# the text) or a pattern (it matches the text). A word counts as whole only where the rule
-# has it between ``\b``, ``\s`` or the end of a word class on both sides. The comments
-# name the alternatives of the rule each clause stands for (O1: _OVERRIDE's first).
-
-
-def _w(words: str) -> frozenset[str]:
-    """The words, each ``[xy]`` class spelled every way: ``"r[úu]brica"``: two words."""
-    out: set[str] = set()
-    for word in words.split():
-        forms = [""]
-        for cls, ch in re.findall(r"\[([^\]]+)\]|(.)", word):
-            forms = [f + c for f in forms for c in (cls or ch)]
-        out.update(forms)
-    return frozenset(out)
-
-
-_Need = frozenset[str] | tuple[str, ...] | re.Pattern[str]
-_Clause = tuple[_Need, ...]
+# The triggers (``injection_terms`` says what a trigger is). The comments name the
+# alternatives of the rule each clause stands for (O1: _OVERRIDE's first).
 _TESTS_W = _w("test tests check checks case cases assertion assertions")
 _T_OVERRIDE: tuple[_Clause, ...] = (
     (_w("ignore disregard forget override bypass neglect discard"),  # O1-O5
@@ -204,13 +180,6 @@ _T_JSON: tuple[_Clause, ...] = (
 )
 
 
-class Rule(NamedTuple):
-    name: str
-    pattern: re.Pattern[str]
-    where: frozenset[str]  # the places it applies to
-    trigger: tuple[_Clause, ...]  # met wherever ``pattern`` matches (and more)
-
-
 RULES = (
     Rule("override_instructions", _OVERRIDE, ALL_WHERE, _T_OVERRIDE),
     Rule("score_request", _SCORE, ALL_WHERE, _T_SCORE),
@@ -220,20 +189,57 @@ RULES = (
     Rule("role_tag", _ROLE, TEXT_WHERE, _T_ROLE),
     Rule("fake_json_grade", _JSON, TEXT_WHERE, _T_JSON),
     Rule("fake_json_grade", _JSON_DECIMAL, SOURCE_WHERE, _T_JSON),
+    *ADDRESS_RULES,
 )
 _NON_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
 _WORD = re.compile(r"\w+")
 
 
-def _plan(rules: tuple[Rule, ...]) -> tuple[frozenset[str], tuple[tuple[Rule, tuple[tuple[
-        tuple[frozenset[str], ...], tuple[tuple[str, ...] | re.Pattern[str], ...]], ...]], ...]]:
-    """Every word the triggers of ``rules`` name, and each clause split into its word needs
-    and its other needs (checked only when the words are there)."""
-    words = frozenset().union(*(n for r in rules for c in r.trigger for n in c
+_Split = tuple[tuple[frozenset[str], ...], tuple[tuple[str, ...] | re.Pattern[str], ...]]
+
+
+class _Plan(NamedTuple):
+    """The triggers of the rules for one kind of place, ready to be met."""
+
+    named: frozenset[str]  # every word the triggers name
+    rules: tuple[Rule, ...]
+    clauses: tuple[tuple[int, _Split], ...]  # (rule's index, its word needs, other needs)
+    by_word: dict[str, tuple[int, ...]]  # word -> the clauses whose fewest words hold it
+    always: tuple[int, ...]  # the clauses that need no word
+
+
+# Words most English text holds: a need that names one is checked after the others.
+_COMMON = _w("a an the in on at of to by with and or is are was be it its this that these my "
+             "your you me us them all each every what which will has have do not s m o")
+
+
+def _rarest_first(need: frozenset[str]) -> tuple[bool, int]:
+    return not need.isdisjoint(_COMMON), len(need)
+
+
+def _plan(rules: tuple[Rule, ...]) -> _Plan:
+    """Each clause split into its word needs, the likeliest to be missing first (none of
+    its words common, then the fewest words), and its other needs (checked only when the
+    words are there); each clause listed under the words of its first need, so that a
+    place's words name the only clauses it can meet."""
+    clauses: list[tuple[int, _Split]] = []
+    by_word: dict[str, list[int]] = {}
+    always: list[int] = []
+    for i, r in enumerate(rules):
+        for c in r.trigger:
+            word_needs = tuple(sorted((n for n in c if isinstance(n, frozenset)),
+                                      key=_rarest_first))
+            other = tuple(n for n in c if not isinstance(n, frozenset))
+            k = len(clauses)
+            clauses.append((i, (word_needs, other)))
+            if not word_needs:
+                always.append(k)
+            for word in word_needs[0] if word_needs else ():
+                by_word.setdefault(word, []).append(k)
+    named = frozenset().union(*(n for r in rules for c in r.trigger for n in c
                                 if isinstance(n, frozenset)))
-    return words, tuple((r, tuple((tuple(n for n in c if isinstance(n, frozenset)),
-                                   tuple(n for n in c if not isinstance(n, frozenset)))
-                                  for c in r.trigger)) for r in rules)
+    return _Plan(named, rules, tuple(clauses), {w: tuple(ks) for w, ks in by_word.items()},
+                 tuple(always))
 
 
 _PLANS = {where: _plan(tuple(r for r in RULES if where in r.where)) for where in WHERE}
@@ -242,25 +248,28 @@ _PLANS = {where: _plan(tuple(r for r in RULES if where in r.where)) for where in
 def triggered(where: str, probe: str) -> list[Rule]:
     """The rules for ``where`` whose trigger ``probe`` meets: a place's case-folded text,
     as normalised or differing from that only in whitespace. The rules left out cannot
-    match it. Its words are read once (ASCII: by ``str.translate``, no regex)."""
-    named, plan = _PLANS[where]
-    words = named.intersection(probe.translate(_NON_WORD).split() if probe.isascii()
-                               else _WORD.findall(probe))
-    out = []
-    for rule, clauses in plan:
-        for word_needs, other_needs in clauses:
-            if word_needs and (not words or any(n.isdisjoint(words) for n in word_needs)):
-                continue
-            for need in other_needs:
-                if isinstance(need, tuple):
-                    for s in need:
-                        if s in probe:
-                            break
-                    else:
+    match it. Its words are read once (ASCII: by ``str.translate``, no regex), and name
+    the clauses to check."""
+    plan = _PLANS[where]
+    words = plan.named.intersection(probe.translate(_NON_WORD).split() if probe.isascii()
+                                    else _WORD.findall(probe))
+    candidates = set(plan.always)
+    for word in words:
+        candidates.update(plan.by_word.get(word, ()))
+    met: set[int] = set()
+    for k in sorted(candidates):
+        i, (word_needs, other_needs) = plan.clauses[k]
+        if i in met or any(n.isdisjoint(words) for n in word_needs[1:]):
+            continue
+        for need in other_needs:
+            if isinstance(need, tuple):
+                for s in need:
+                    if s in probe:
                         break
-                elif not need.search(probe):
+                else:
                     break
-            else:
-                out.append(rule)
+            elif not need.search(probe):
                 break
-    return out
+        else:
+            met.add(i)
+    return [plan.rules[i] for i in sorted(met)]

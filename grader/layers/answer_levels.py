@@ -11,7 +11,13 @@ import re
 
 from ..analysis.template import TemplateMatch
 from ..rubrics.checks import Check
-from ..rubrics.levels import AnswerLevel, default_answer_levels, numbers_in, points_found
+from ..rubrics.levels import (
+    AnswerLevel,
+    default_answer_levels,
+    numbers_in,
+    points_found,
+    word_floor,
+)
 
 
 def printed_numbers(match: TemplateMatch) -> list[float]:
@@ -35,7 +41,9 @@ def _without_question(text: str, question: str) -> str:
 def level_of(check: Check, found: int, words: int) -> AnswerLevel | None:
     """The first level of the answer check that ``found`` key points and ``words`` meet."""
     levels = check.levels or default_answer_levels(len(check.key_points), check.min_words)
-    return next((lv for lv in levels if lv.holds(found, len(check.key_points), words)), None)
+    floor = word_floor(check.min_words)  # words alone: a quarter of those asked, at least
+    return next((lv for lv in levels if lv.holds(found, len(check.key_points), words, floor)),
+                None)
 
 
 def answer_level(check: Check, text: str, words: int,
@@ -58,6 +66,9 @@ def answer_level(check: Check, text: str, words: int,
             msg += f" (missing: {'; '.join(miss)})"
     have_points = [kp.point for kp, ok in zip(kps, found, strict=True) if ok]
     if level is None:
+        if words < (floor := word_floor(check.min_words)):  # (``level_of``'s floor)
+            return 0.0, (f"{msg}; too short for credit without a key point (at least {floor} "
+                         "words)"), have_points
         return 0.0, f"{msg}; no level of the rubric is met", have_points
     says = f": {level.says}" if level.says else ""
     return level.credit, f"{msg}; level {level.credit:.0%}{says}", have_points

@@ -14,12 +14,19 @@ proportion to what was found. The rubric says so with
   the defaults below apply; the minimum word count is one condition among others and
   never a proportion by itself.
 
+Words alone are not substance: a level that asks for no key point (the defaults' "very
+brief", a level without conditions) holds only for an answer of at least a quarter of
+the words its check asks for (``word_floor`` of ``min_words``); a level that asks for
+key points is earned by the points found, as the rubric sets it. So a placeholder plus
+two words is not half an answer, and "Compost." still names the key point it names.
+
 Parsing reports every problem at once, like the rest of the schema; ``*_to_dict``
 write the canonical JSON (defaults left out) so a rubric's version hash is stable.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,9 +68,10 @@ class AnswerLevel:
     share: float | None = None  # at least this share of the key points
     words: int | None = None  # at least this many words
 
-    def holds(self, found: int, total: int, words: int) -> bool:
-        if words <= 0:
-            return False  # no answer is no level
+    def holds(self, found: int, total: int, words: int, floor: int = 1) -> bool:
+        """``floor``: the words a level that asks for no key point needs (``word_floor``)."""
+        if words < (floor if self.points is None and self.share is None else 1):
+            return False  # no answer is no level, nor are a few words without a key point
         if self.points is not None and found < (total if self.points < 0 else self.points):
             return False
         if self.share is not None and (total == 0 or found / total < self.share - 1e-9):
@@ -81,6 +89,12 @@ class AnswerLevel:
         if self.says:
             out["says"] = self.says
         return out
+
+
+def word_floor(min_words: int) -> int:
+    """The fewest words a level that asks for no key point holds for: a quarter of the
+    ``min_words`` an answer check asks for, rounded up (1 when it asks for 1 to 4)."""
+    return max(1, math.ceil(min_words / 4))
 
 
 def default_answer_levels(key_points: int, min_words: int) -> tuple[AnswerLevel, ...]:
