@@ -16,6 +16,7 @@ sees (``points_met`` in its reply); its verdict is checked against the terms:
 from __future__ import annotations
 
 from .layers.answer_levels import level_of
+from .points import as_points
 from .rubrics.schema import Criterion
 from .types import CriterionResult, LayerResult
 
@@ -52,5 +53,6 @@ def judge_key_points(crit: CriterionResult, spec: Criterion | None,
     crit.needs_review = True
     crit.review_reasons.append(
         f"the feedback model found key points the rubric's terms did not ({'; '.join(extra)}): "
-        f"{before:g} -> {crit.points:g} of {crit.max_points:g}; confirm before release")
+        f"{as_points(before)} -> {as_points(crit.points)} of {as_points(crit.max_points)}; confirm "
+        "before release")
     return True

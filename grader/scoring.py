@@ -41,6 +41,7 @@ Rules (the deterministic part; the LLM layers are reconciled in a later step):
 7. A manual criterion (``manual``: graded by hand, as nbgrader's manually graded
    answers and tasks) earns no automatic points: it goes to review "for you to grade"
    until the instructor's override gives its points; no model moves them.
+8. Points are kept to the gradebook's 2 decimals, last (``grader.points``); the total is their sum.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import time
 from collections.abc import Callable
 
 from .judged_points import judge_key_points
+from .points import as_points, gradebook, total
 from .rubrics.checks import Check
 from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, GradeReport, LayerResult
@@ -131,7 +133,7 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
     if crit.manual:  # rule 7: graded by hand; its checks, if any, are what the grader saw
         out.points = 0.0
         out.needs_review = True
-        out.review_reasons.insert(0, f"{MANUAL}: {crit.title} ({crit.points:g} points) is "
+        out.review_reasons.insert(0, f"{MANUAL}: {crit.title} ({as_points(crit.points)} points) is "
                                   "graded by hand; override it with the points you give")
     return out
 
@@ -170,7 +172,6 @@ def _apply_levels(crit: Criterion, out: CriterionResult, results: list[CheckResu
     how = "scored from its checks" if crit.checks else "no credit"
     out.checks.append(CheckResult(crit.id, "level", "no level", fraction, 1.0, "L1",
                                   f"none of the rubric's levels is met ({said}): {how}"))
-
 
 
 def _charged_once(res: CheckResult, upstream: list[str]) -> tuple[CheckResult, bool]:
@@ -253,7 +254,7 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     and a judgement talked up or down by the student's text cannot reach past it.
     A layer that failed (even after its repair attempt) leaves the deterministic
     points and sends the criterion to review. With text aimed at the grader in
-    the notebook, every criterion the models judged goes to review.
+    the notebook, every criterion goes to review, with models or without.
     With k samples per model (``--samples``), a criterion whose samples spread
     more than a third (code: a third off the majority verdict; written: scores a
     third apart) is unstable and goes to review.
@@ -265,8 +266,15 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
     (``grader.judged_points``); when that lifts the level, the band does not apply.
     """
     layer = layers.get("L3" if crit.kind == "code" else "L4")
-    if layer is None or (spec is not None and spec.manual):
+    if layer is not None and (layer.details.get("pending") or layer.details.get("not_run")):
+        layer = None  # queued behind the grade, or not run (and why): no model read it yet
+    if spec is not None and spec.manual:
         return  # a manual criterion's points are the instructor's alone
+    if layer is None:  # no model read it (--no-llm): text aimed at the grader still is seen
+        if injected:
+            crit.needs_review = True
+            crit.review_reasons.append("the notebook holds text aimed at the grader")
+        return
     if layer.error:
         crit.needs_review = True
         crit.review_reasons.append(f"{layer.layer} model failed: {layer.error}")
@@ -304,7 +312,7 @@ def reconcile(crit: CriterionResult, layers: dict[str, LayerResult], injected: b
             if abs(score - share) > JUDGE_BAND:
                 crit.needs_review = True
                 kept = ("kept" if score > share else
-                        f"lowered only to {crit.points:g} of {crit.max_points:g}")
+                        f"lowered only to {as_points(crit.points)} of {as_points(crit.max_points)}")
                 crit.review_reasons.append(
                     f"the feedback model's judgement ({score:.2f}) disagrees with what the "
                     f"checks gave ({share:.2f}) by more than a model may move a score "
@@ -340,13 +348,15 @@ def build_report(
     if gate := next((f for f in flags if f.code in GATES), None):
         for crit in criteria:
             _gate(crit, gate.message)
+    for crit in criteria:  # rule 8, after reconciliation: the numbers every reader sees
+        crit.points = gradebook(crit.points, crit.max_points)
     return GradeReport(
         file=file,
         sha256=sha256,
         assignment=assignment,
         rubric_version=rubric.version,
         status="graded",
-        score=round(sum(c.points for c in criteria), 4),  # after reconciliation
+        score=total(c.points for c in criteria),  # the criteria shown add up to it
         max_score=rubric.total_points,
         student_id=student_id,
         display_name=display_name,
@@ -359,7 +369,7 @@ def build_report(
 
 def _gate(crit: CriterionResult, why: str) -> None:
     """Rule 4: the criterion scores 0 and goes to review, saying what the checks gave."""
-    gave = f"the checks gave {crit.points:g} of {crit.max_points:g}"
+    gave = f"the checks gave {as_points(crit.points)} of {as_points(crit.max_points)}"
     crit.points = 0.0
     crit.needs_review = True
     crit.review_reasons.insert(0, f"scored 0 until reviewed: {why} ({gave})")

@@ -91,10 +91,11 @@ def test_nbgraders_problem_set_is_named_by_its_headings_never_by_markup():
     imported = ps1("problem1")
     rubric = imported.report.rubric
     assert [(c.id, c.title) for c in rubric.criteria] == [
-        ("correct_squares", "Part A (2 points): tests (correct_squares)"),
-        ("squares_invalid_input", "Part A (2 points): tests (squares_invalid_input)"),
-        ("correct_sum_of_squares", "Part B (1 point): tests (correct_sum_of_squares)"),
-        ("sum_of_squares_uses_squares", "Part B (1 point): tests (sum_of_squares_uses_squares)"),
+        # a heading's point count that is not the criterion's own is left out of its title
+        ("correct_squares", "Part A: tests (correct_squares)"),
+        ("squares_invalid_input", "Part A: tests (squares_invalid_input)"),
+        ("correct_sum_of_squares", "Part B: tests (correct_sum_of_squares)"),
+        ("sum_of_squares_uses_squares", "Part B: tests (sum_of_squares_uses_squares)"),
         ("sum_of_squares_equation", "Part C (1 point)"),
         ("sum_of_squares_application", "Part D (2 points)"),
         ("cell-938593c4a215c6cc", "Part E (4 points)")]
@@ -110,11 +111,11 @@ def test_nbgraders_problem_set_is_named_by_its_headings_never_by_markup():
         assert any(find_text(md, normalise_markdown(crit.task)) >= 0 for md in shown), crit.task
 
 
-def test_nbgraders_manually_graded_answers_are_written_answers_and_stubs_are_not_done():
+def test_nbgraders_manually_graded_answers_are_graded_by_hand_and_stubs_are_not_done():
     rubric = ps1("problem1").report.rubric
     by_id = {c.id: c for c in rubric.criteria}
     written = by_id["sum_of_squares_equation"]
-    assert written.kind == "written"
+    assert (written.kind, written.manual) == ("written", True)  # by hand, never by its words
     assert [(ch.type, ch.question) for ch in written.checks] == [("answer", "Part C (1 point)")]
     code = by_id["sum_of_squares_application"]
     assert code.kind == "code"
@@ -134,11 +135,13 @@ def test_nbgraders_manually_graded_answers_are_written_answers_and_stubs_are_not
     rows = {r.item: r for r in ps1("problem1").report.rows}
     assert "0 while the stub is in it" in rows[
         "manually graded code answer 'sum_of_squares_application'"].imported_as
-    assert "answer under 'Part C (1 point)'" in rows[
-        "manually graded markdown answer 'sum_of_squares_equation'"].imported_as
+    part_c = rows["manually graded markdown answer 'sum_of_squares_equation'"].imported_as
+    assert "answer under 'Part C (1 point)'" in part_c
+    assert "graded by hand" in part_c
     problem2 = ps1("problem2").report.rubric
-    assert [(c.title, c.kind, c.checks[0].type) for c in problem2.criteria] == [
-        ("Part A (1 point)", "written", "answer"), ("Part B (2 points)", "written", "answer")]
+    assert [(c.title, c.kind, c.manual, c.checks[0].type) for c in problem2.criteria] == [
+        ("Part A (1 point)", "written", True, "answer"),
+        ("Part B (2 points)", "written", True, "answer")]
 
 
 def test_a_manual_markdown_answer_without_a_question_above_stays_written():

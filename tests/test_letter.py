@@ -14,6 +14,7 @@ import logging
 import math
 import re
 import zipfile
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -33,17 +34,16 @@ from grader.letters.build import (
     REVIEW_NOTE,
     Letter,
     build_letter,
-    format_points,
     letter_for,
     letter_html,
     letter_markdown,
-    point_decimals,
     sentence,
 )
 from grader.letters.pdf import FontError, font_paths, letter_pdf
 from grader.letters.places import readable_id
 from grader.notebooks.load import load_notebook
 from grader.pipeline import GradeInput, Grader
+from grader.points import as_points, points_text
 from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -249,46 +249,41 @@ def test_readable_cell_ids(cell_id, shown):
 # --- numbers --------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_points_are_rounded_as_the_rubric_writes_them(retail):
+def test_points_are_the_gradebooks(retail):
+    """The letter writes the points the gradebook holds (2 decimals, as the Canvas CSV
+    exports them), and its criteria add up to its total."""
     for a, r, nb in retail.values():
-        assert point_decimals(c.points for c in a.rubric.criteria) == 0
-        md = letter_markdown(build_letter(r, a.rubric, nb))
-        scored = [line for line in md.splitlines()
-                  if line.startswith(("## ", "**Score:", "Most points"))]
-        assert scored
-        for line in scored:
-            assert not re.search(r"\d\.\d{2,}", line), line  # 14.36, 2.04, 1.32: never shown
         letter = build_letter(r, a.rubric, nb)
+        assert letter.score == points_text(r.score, r.max_score)
+        shown = []
         for s in letter.sections:
             got, full = SCORE.fullmatch(s.score).groups()  # type: ignore[union-attr]
-            assert full == f"{s.max_points:.0f}"
-            assert got == format_points(s.points, 0, s.max_points)
+            assert full == as_points(s.max_points)
+            assert got == as_points(s.points, s.max_points)
+            shown.append(Decimal(got))
+        assert sum(shown) == Decimal(as_points(r.score))
         exact = 100 * r.score / r.max_score  # whole, half up, never 100 short of full
         whole = min(math.floor(exact + 0.5), 99 if r.score < r.max_score else 100)
         assert letter.percent == f"{max(whole, 1 if r.score > 0 else 0)}%"
 
 
 def test_point_formats():
-    assert point_decimals([2, 5, 100]) == 0
-    assert point_decimals([2.5, 5]) == 1
-    assert point_decimals([1.25]) == 2
-    assert point_decimals([1 / 3]) == 2
-    assert format_points(51.7333, 0, 100) == "52"
-    assert format_points(0.9333, 0, 14) == "1"
-    assert format_points(1.2667, 1, 2.5) == "1.3"
-    assert format_points(1.96, 0, 2) == "1.96"  # never shown as full when it is not
-    assert format_points(0.4, 0, 4) == "0.4"  # nor as nothing when it is something
-    assert format_points(2.0, 0, 2) == "2"
-    assert format_points(16.5, 0, 20) == "16.5"  # a half point is shown, not rounded away
-    assert format_points(1.25, 1, 2.5) == "1.25"
+    assert as_points(8.64) == "8.64"  # the gradebook's own number, never 9
+    assert as_points(2.0) == "2"
+    assert as_points(16.5) == "16.5"
+    assert as_points(0.845) == "0.85"  # half up, as a person rounds (Python's round gives 0.84)
+    assert as_points(1.996, 2) == "1.99"  # never shown as full when it is not
+    assert as_points(0.004, 4) == "0.01"  # nor as nothing when it is something
+    assert as_points(1234567.5) == "1234567.5"  # never an exponent
+    assert points_text(15.54, 20) == "15.54 / 20"
 
 
-def test_half_points_rubric_shows_one_decimal():
-    r = report([crit("a", "code", 2.5, 1.2667, [chk("a", "calls", "f", 0.5, "1 of 1 called")]),
+def test_half_points_rubric_shows_the_gradebooks_points():
+    r = report([crit("a", "code", 2.5, 1.27, [chk("a", "calls", "f", 0.5, "1 of 1 called")]),
                 crit("b", "code", 5, 5.0, [chk("b", "calls", "g", 1.0, "1 of 1 called")])])
     letter = build_letter(r)
-    assert [s.score for s in letter.sections] == ["1.3 / 2.5", "5.0 / 5.0"]
-    assert letter.score == "6.3 / 7.5"
+    assert [s.score for s in letter.sections] == ["1.27 / 2.5", "5 / 5"]
+    assert letter.score == "6.27 / 7.5"  # the parts add up to the total shown
     assert letter.percent == "84%"
 
 

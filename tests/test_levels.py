@@ -297,7 +297,7 @@ def test_a_manual_criterion_earns_nothing_automatically_and_is_for_you_to_grade(
     assert part_e.needs_review
     assert part_e.review_reasons[0].startswith("for you to grade: Part E (4 points)")
     text = letter_markdown(build_letter(report, rubric, sub))
-    assert "## Part E — — / 4" in text
+    assert "## Part E — graded by your instructor (4 points)" in text
     assert "Your instructor grades this part by hand" in text
 
 

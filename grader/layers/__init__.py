@@ -4,11 +4,13 @@
 ``outputs`` (L2) runs the notebook in the sandbox and checks values against the
 solution run the same way (``compare``; ``values``, ``tests`` and ``printed`` for the
 instructor's expressions, tests and printed output; ``stale`` for submitted outputs that
-disagree with our run); ``llm`` runs L3 (code analysis) and L4
+disagree with our run; ``slips`` for a later part's failed cell, charged where it failed);
+``llm`` runs L3 (code analysis) and L4
 (feedback) in parallel threads, with the requests of ``llm_requests`` built from
 ``prompts`` and fitted to each route's context by ``prompt_budget``. A layer that
 crashes returns a result with the error attached.
 
-May import: errors, types, assignment, rubrics, analysis, sandbox, packages, and ``inference``'s
+May import: errors, types, pyast, assignment, rubrics, analysis, sandbox, packages, and
+``inference``'s
 public names (the client interface only).
 """

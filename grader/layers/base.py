@@ -3,7 +3,8 @@
 A layer reads a ``SubmissionContext`` and returns a ``LayerResult``. It never
 raises into the pipeline: ``run_layer`` turns a crash into a result with the
 error attached, and scoring sends that layer's criteria to review instead of
-inventing points.
+inventing points. ``run_layer`` also keeps one flag per code (``one_per_code``): twelve
+cells that do not parse are one ``syntax_error`` flag that says twelve, not twelve flags.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..analysis.template import TemplateMatch
 from ..assignment import Assignment
 from ..rubrics.schema import Rubric
 from ..sandbox.execution import ExecutionResult
-from ..types import LayerResult, Notebook
+from ..types import Flag, LayerResult, Notebook
 
 log = logging.getLogger(__name__)
 
@@ -85,4 +86,29 @@ def run_layer(layer: Layer, ctx: SubmissionContext) -> LayerResult:
             details={"traceback": traceback.format_exc(limit=5)},
         )
     result.seconds = time.perf_counter() - t0
+    result.flags = one_per_code(result.flags)
     return result
+
+
+SHOWN_MESSAGES = 3  # a merged flag's distinct messages shown; the rest are counted
+
+
+def one_per_code(flags: list[Flag]) -> list[Flag]:
+    """One flag per code, in the order first raised: a code raised n times keeps every
+    evidence, its distinct messages (the first ``SHOWN_MESSAGES``, the rest counted) and
+    says n ("code does not parse: ... (12 times)")."""
+    by_code: dict[str, list[Flag]] = {}
+    for f in flags:
+        by_code.setdefault(f.code, []).append(f)
+    out = []
+    for code, same in by_code.items():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        said = list(dict.fromkeys(f.message for f in same))
+        text = "; ".join(said[:SHOWN_MESSAGES])
+        if len(said) > SHOWN_MESSAGES:
+            text += f"; and {len(said) - SHOWN_MESSAGES} more"
+        out.append(Flag(code, f"{text} ({len(same)} times)",
+                        tuple(dict.fromkeys(e for f in same for e in f.evidence))))
+    return out

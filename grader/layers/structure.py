@@ -90,7 +90,7 @@ class StructureLayer(Layer):
                                                     questions(rubric)))
                 elif check.type == "documented":
                     result.checks.append(score_documented(
-                        crit, check, ctx.match, lang, rubric.all_placeholders))
+                        crit, check, ctx.match, lang, rubric.all_placeholders, ctx.flagged))
                 elif check.type == "ran":
                     result.checks.append(score_ran(crit, check, ctx.match))
         result.flags.extend(ctx.match.flags)
@@ -111,12 +111,12 @@ class StructureLayer(Layer):
                 )
             )
         syntax = [(cid, f.syntax_error) for cid, f in facts if f.syntax_error]
-        for cid, err in syntax:
-            result.flags.append(
-                Flag(
-                    "syntax_error", f"code does not parse: {err}", (Evidence(cid, None, err or ""),)
-                )
-            )
+        if syntax:  # one flag, with the count (a notebook of another language: every cell)
+            cid, err = syntax[0]
+            many = f" in {len(syntax)} cells (first, cell {cid}: {err})" if len(syntax) > 1 \
+                else f": {err}"
+            result.flags.append(Flag("syntax_error", f"code does not parse{many}", tuple(
+                Evidence(c, None, e or "") for c, e in syntax)))
         result.details["student_code_lines"] = ctx.match.student_code_lines
         result.details["student_cells"] = [o.cell.id for o in ctx.match.origins if o.is_students]
         return result

@@ -4,9 +4,11 @@ where, and the next step, in plain words.
 ``build`` writes the ``Letter`` (``text``) from a grade's evidence; ``checks`` reads
 one check for the student (a ``Reading``, see ``reading``; ``outputs`` reads the
 value checks) and ``places`` names cells as the student sees them;
-``render`` writes Markdown and HTML and ``pdf`` one PDF. ``numbers`` holds the rules
-every page follows for what the letter shows: whole percentages, cells numbered from 1.
-Instructor-only detail (flags, hidden checks, metrics) never enters a letter.
+``render`` writes Markdown and HTML and ``pdf`` one PDF. Points and percentages are the
+gradebook's (``grader.points``: "8.64 / 20", "43%"); ``numbers`` numbers cells from 1.
+Instructor-only detail (flags, hidden checks, metrics) never enters a letter, and
+``hidden`` replaces any text of a hidden check that a student's run carried into what
+the letter quotes.
 
-May import: errors, types, safe_text, pyast, scoring, notebooks, analysis, rubrics.
+May import: errors, types, safe_text, pyast, points, scoring, notebooks, analysis, rubrics.
 """

@@ -8,16 +8,18 @@ makes the PDF). Rules:
   missing and where (cell, line, expected vs found), and the next step, read from
   that criterion's own checks only (``grader.letters.checks``), without repeats. A
   criterion with full points gets one line.
-- Points are rounded as the rubric writes its points (the decimals its values
-  need, at most 2); a score short of full never shows as full, nor a non-zero one
-  as 0. The percentage is a whole number, rounded half up (``grader.letters.numbers``).
+- Points are the gradebook's, as every page and export writes them ("8.64 / 20",
+  ``grader.points``): the criteria shown add up to the total shown. The percentage is
+  a whole number of the points shown, rounded half up, never 100 short of full.
 - A model's text appears only when its layer was trusted to judge
   (``details["advisory"] is False``), the notebook held no text aimed at the
   grader, the text is made of sentences, and, for the code model, its verdict
   agrees with the checks and it cites cells that survived the evidence checks
   (``dropped_claims``). It is labelled as written with a language model's help.
 - Nothing for the instructor only: no flags, review reasons, hidden checks,
-  model metrics or timings. Criteria under review get one neutral line.
+  model metrics or timings. Criteria under review get one neutral line. Text of a
+  hidden check that the student's run carried into what the letter quotes (a cell's
+  error, a printed line) is replaced by "a hidden test's code" (``hidden``).
 - A report that could not be graded becomes a short letter saying why in plain
   words and what to do.
 """
@@ -32,13 +34,14 @@ from pathlib import Path
 
 from ..errors import NotebookError
 from ..notebooks.load import load_notebook
+from ..points import as_points, gradebook, percent_text, points_text
 from ..rubrics.model_notes import sentence
 from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
 from ..scoring import DISAGREE, GATES, MANUAL
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
 from .checks import missing_names, read_check
-from .numbers import percent_text
+from .hidden import HiddenText, redact_section
 from .places import Places
 from .reading import Context, Reading
 from .render import letter_html, letter_markdown
@@ -66,34 +69,6 @@ LIMITS = {"done": 4, "missing": 6, "steps": 3, "quotes": 3}
 def student_name(r: GradeReport) -> str:
     """Who a report is of, as shown: display name, else student id, else the file's stem."""
     return r.display_name or r.student_id or Path(r.file).stem
-
-
-# --- numbers --------------------------------------------------------------------------------
-
-def point_decimals(values: Iterable[float]) -> int:
-    """The decimals a rubric writes its points with (2 and 5: 0; 2.5: 1), at most 2."""
-    return max((next((d for d in range(3) if abs(round(v, d) - v) < 1e-9), 2)
-                for v in values), default=0)
-
-
-def format_points(x: float, decimals: int, full: float) -> str:
-    """``x`` with ``decimals``; one more where that shows it exactly (integer rubric
-    points with fractional check weights give 16.5, which must not read as 16), and
-    more (up to 2) where rounding would show a score short of ``full`` as full, or a
-    non-zero one as 0."""
-    exact = f"{x:.{decimals + 1}f}"  # a half point, say: one more decimal shows it
-    if decimals < 2 and abs(float(exact) - x) < 1e-9 and abs(round(x, decimals) - x) > 1e-9:
-        return exact
-    for d in range(decimals, 3):
-        text = f"{x:.{d}f}"
-        if not ((x < full and float(text) >= full) or (x > 0 and float(text) <= 0)):
-            return text
-    return f"{x:.2f}"
-
-
-def percent(score: float, max_score: float) -> str:
-    """"83%": the one rule every page follows (``grader.letters.numbers``)."""
-    return percent_text(score, max_score)
 
 
 # --- model text -----------------------------------------------------------------------------
@@ -164,26 +139,26 @@ def _summary(crit: CriterionResult) -> Phrase:
 
 
 def _section(report: GradeReport, crit: CriterionResult, rubric: Rubric | None,
-             places: Places, decimals: int) -> Section:
+             places: Places, hidden: HiddenText) -> Section:
     spec_crit = next((c for c in rubric.criteria if c.id == crit.id), None) if rubric else None
     specs = {(c.type, c.target): c for c in spec_crit.checks} if spec_crit else {}
     task = spec_crit.task if spec_crit else ""
-    evidence = tuple(e for ch in crit.checks if not getattr(ch, "hidden", False)
+    checks = [hidden.result(ch) for ch in crit.checks]  # before any reader quotes or cuts
+    evidence = tuple(e for ch in checks if not getattr(ch, "hidden", False)
                      for e in ch.evidence)
-    unassigned = frozenset(n for ch in crit.checks if ch.check == "assigns"
+    unassigned = frozenset(n for ch in checks if ch.check == "assigns"
                            and not getattr(ch, "hidden", False) for n in missing_names(ch))
     readings: list[Reading] = [
         read_check(ch, Context(places, specs.get((ch.check, ch.target)), task, evidence,
                                unassigned, spec_crit.levels if spec_crit else ()))
-        for ch in crit.checks]
+        for ch in checks]
     complete = crit.points >= crit.max_points and not any(r.unchecked for r in readings)
-    score = (f"{format_points(crit.points, decimals, crit.max_points)} / "
-             f"{format_points(crit.max_points, decimals, crit.max_points)}")
+    score = points_text(crit.points, crit.max_points)
     review = SECTION_REVIEW if crit.needs_review or any(r.unchecked for r in readings) else ""
     if crit.needs_review and crit.review_reasons and crit.review_reasons[0].startswith(MANUAL):
         # graded by hand and not yet graded: no points to show, nothing found missing
         return Section(crit.id, scrub(crit.title), 0.0, crit.max_points,
-                       f"— / {format_points(crit.max_points, decimals, crit.max_points)}",
+                       f"graded by your instructor ({plural_points(crit.max_points)})",
                        False, None, review=MANUAL_REVIEW)
     base = Section(crit.id, scrub(crit.title), crit.points, crit.max_points, score, complete,
                    None, review=review)
@@ -206,19 +181,17 @@ def _ordered(report: GradeReport, rubric: Rubric | None) -> list[CriterionResult
     return sorted(report.criteria, key=lambda c: rank.get(c.id, len(rank)))
 
 
-def _open_points(s: Section, decimals: int) -> str:
-    """The points still open, as the shown score implies them ("3 points")."""
-    shown = float(s.score.split(" / ")[0])
-    left = f"{max(0.0, s.max_points - shown):.{max(decimals, _places(s.score))}f}"
-    return f"{left} point" + ("" if float(left) == 1 else "s")
+def plural_points(x: float) -> str:
+    """"4 points", "1 point", "2.16 points" (``grader.points``)."""
+    return f"{as_points(x)} point" + ("" if as_points(x) == "1" else "s")
 
 
-def _places(score: str) -> int:
-    head = score.split(" / ")[0]
-    return len(head.partition(".")[2])
+def _open_points(s: Section) -> str:
+    """The points still open, as the shown score implies them ("2.16 points")."""
+    return plural_points(max(0.0, gradebook(s.max_points) - gradebook(s.points, s.max_points)))
 
 
-def _overview(sections: Sequence[Section], decimals: int) -> tuple[Phrase, ...]:
+def _overview(sections: Sequence[Section]) -> tuple[Phrase, ...]:
     sections = [s for s in sections if s.review != MANUAL_REVIEW]  # not graded yet
     if not sections:
         return ()
@@ -227,7 +200,7 @@ def _overview(sections: Sequence[Section], decimals: int) -> tuple[Phrase, ...]:
     open_ = sorted((s for s in sections if s.max_points - s.points > 1e-9),
                    key=lambda s: s.points - s.max_points)[:2]
     if open_ and n_full < len(sections):
-        items = [phrase(f"“{cut(s.title, 60)}” (", _open_points(s, decimals), ")")
+        items = [phrase(f"“{cut(s.title, 60)}” (", _open_points(s), ")")
                  for s in open_]
         lines.append(phrase("Most points are still open in ", join_and(items), "."))
     return tuple(lines)
@@ -252,18 +225,15 @@ def _letter(report: GradeReport, rubric: Rubric | None, notebook: Notebook | Non
         return _unlike_letter(assignment, student)
     places = Places(notebook)
     criteria = _ordered(report, rubric)
-    values = [c.max_points for c in criteria] + [report.max_score]
-    if rubric is not None:
-        values += [c.points for c in rubric.criteria] + [rubric.total_points]
-    decimals = point_decimals(values)
-    sections = tuple(_section(report, c, rubric, places, decimals) for c in criteria)
+    hidden = HiddenText.from_rubric(rubric)  # what the student's run may carry of them
+    sections = tuple(redact_section(_section(report, c, rubric, places, hidden), hidden)
+                     for c in criteria)
     full = report.max_score
     return Letter(
         assignment=assignment, student=student, status="graded",
-        score=f"{format_points(report.score, decimals, full)} / "
-              f"{format_points(full, decimals, full)}",
-        percent=percent(report.score, full) if full else "",
-        overview=_overview(sections, decimals), sections=sections,
+        score=points_text(report.score, full),
+        percent=percent_text(report.score, full),
+        overview=_overview(sections), sections=sections,
         review_note=REVIEW_NOTE if any(s.review for s in sections) else "")
 
 
@@ -352,13 +322,10 @@ __all__ = [
     "Quote",
     "Section",
     "build_letter",
-    "format_points",
     "letter_for",
     "letter_html",
     "letter_markdown",
-    "percent",
     "plain_problem",
-    "point_decimals",
     "sentence",
     "student_name",
 ]

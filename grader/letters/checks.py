@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ..rubrics.checks import alternatives
-from ..types import CheckResult
+from ..types import CheckResult, Evidence
 from .levels import answer_extras, read_code, read_documented, read_level, read_ran
 from .outputs import read_output
 from .reading import Context, Reading
@@ -23,7 +23,7 @@ from .tests import read_test
 from .text import Code, Quote, codes, cut, phrase, plural
 from .values import read_plot, read_printed, read_value
 
-MAX_ERRORS_QUOTED = 2
+MAX_ERRORS_QUOTED = 3  # distinct errors quoted; every cell is named
 
 
 def missing_names(ch: CheckResult) -> list[str]:
@@ -150,17 +150,25 @@ def _runs(ch: CheckResult, ctx: Context) -> Reading:
                                     if n == 0 else f"Your notebook runs with {plural(n, 'error')},"
                                                    " within what this part allows.")])
     n, total = int(m.group(1)), int(m.group(2))
-    out = Reading(missing=[phrase(f"{n} of your {total} code cells stop with an error.")])
-    cells = []
-    for ev in ch.evidence[:MAX_ERRORS_QUOTED]:
-        where = ctx.places.at(ev)
-        cells.append(where)
+    named = ctx.places.span(Evidence(ev.cell_id, None, "") for ev in ch.evidence)
+    out = Reading(missing=[phrase(f"{n} of your {total} code cells stop with an error",
+                                  f": {named}." if named else ".")])
+    by_error: dict[str, list[Evidence]] = {}  # one quote per error, with all its cells
+    for ev in ch.evidence:
         first = next((line for line in ev.text.splitlines() if line.strip()), ev.text)
-        out.quotes.append(Quote(where, cut(first, 120), "error"))
-    named = [c for c in cells if c]
-    fix = phrase("Fix the error", f" in {' and '.join(named)}" if named else "", ", then restart "
-                 "the kernel and run all cells to check that the notebook runs from top to "
-                 "bottom.")
+        by_error.setdefault(cut(first, 120), []).append(ev)
+    for text, evs in list(by_error.items())[:MAX_ERRORS_QUOTED]:
+        out.quotes.append(Quote(ctx.places.span(Evidence(e.cell_id, None, "") for e in evs),
+                                text, "error"))
+    first_cell = ctx.places.cell(ch.evidence[0].cell_id) if ch.evidence else ""
+    if n > 1 and named and first_cell:
+        fix = phrase(f"Fix the errors in {named}, starting with {first_cell} (an error in one "
+                     "cell can make the cells after it fail too), then restart the kernel and "
+                     "run all cells to check that the notebook runs from top to bottom.")
+    else:
+        fix = phrase("Fix the error", f" in {named}" if named else "", ", then restart "
+                     "the kernel and run all cells to check that the notebook runs from top "
+                     "to bottom.")
     out.steps.append(fix)
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..points import percent_text
 from ..types import CheckResult
 from .reading import Context, Reading
 from .text import Code, Quote, cut, phrase, plural
@@ -36,8 +37,8 @@ def read_level(ch: CheckResult, ctx: Context) -> Reading:
     says = _sentence(ch.message)
     if ch.score >= 1:
         return Reading(done=[phrase(says)])
-    out = Reading(done=[phrase(f"Your approach earns {ch.score:.0%} of this part's points: "
-                               f"{says}")])
+    out = Reading(done=[phrase(f"Your approach earns {percent_text(ch.score, 1)} of this "
+                               f"part's points: {says}")])
     if full:
         out.steps.append(phrase(f"For full credit: {full}"))
     return out

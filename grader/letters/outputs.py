@@ -13,7 +13,7 @@ import re
 from ..pyast import literal_eval
 from ..types import CheckResult
 from .reading import Context, Reading
-from .text import Code, Phrase, codes, cut, join_and, phrase, plural
+from .text import Code, Phrase, Quote, codes, cut, join_and, phrase, plural
 
 _ASPECT = re.compile(r"(?:^|; )(type|shape|columns|rows|values): ")
 _TOL = re.compile(r"\s*\(rtol [^)]*\)(?: \(order ignored\))?\s*$")
@@ -63,9 +63,16 @@ def _names_list(text: str) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+# The layer's notes after a comparison (``grader.layers.slips``): columns a later part's
+# failed cell would have written, left out of the comparison; and the earlier failed cell
+# that is the first cause of a variable never made.
+SLIP_NOTE, FIRST_CAUSE = "; not charged here: ", "; first cause: "
+
+
 def read_output(ch: CheckResult, ctx: Context) -> Reading:
     var = ch.target
-    message, _, hardcoded = ch.message.partition("; scored 0: ")
+    message = ch.message.partition(SLIP_NOTE)[0]  # charged where the later cell failed
+    message, _, hardcoded = message.partition("; scored 0: ")
     out = Reading()
     where = ctx.places.assigned(var, ctx.evidence, ctx.task)
     ref = phrase(Code(var), f" ({where})" if where else "")
@@ -107,6 +114,8 @@ def _output_plain(ch: CheckResult, message: str, ref: Phrase, ctx: Context) -> R
         or message.startswith("no code of the student's own")
     if absent and var in ctx.unassigned:
         return Reading()  # the criterion's assigns check already says it is not created
+    if "is not defined after running" in message and ch.evidence:
+        return _stopped(ch, ref, ctx)
     if "is not defined after running" in message:
         where = ctx.places.assigned(var, ctx.evidence, ctx.task)
         make = phrase("Complete the code that creates ", Code(var), f" in {where}") if where \
@@ -121,6 +130,33 @@ def _output_plain(ch: CheckResult, message: str, ref: Phrase, ctx: Context) -> R
     if ch.score >= 1:
         return Reading(done=[phrase(Code(var), " matches the expected result.")])
     return Reading(missing=[phrase(ref, " does not match the expected result.")])
+
+
+def _stopped(ch: CheckResult, ref: Phrase, ctx: Context) -> Reading:
+    """A variable never made because the cell that makes it stopped with an error (the
+    evidence: that cell, then, when the message names a first cause, the earlier cell
+    whose error it follows from): the cause, where the points were lost."""
+    failed, *rest = ch.evidence
+    cell = ctx.places.cell(failed.cell_id) or "its cell"
+    out = Reading(missing=[phrase(ref, f" does not exist after your notebook runs: {cell} "
+                                       "stops with an error before making it.")])
+    out.quotes.append(Quote(ctx.places.cell(failed.cell_id), _first_line(failed.text), "error"))
+    cause = rest[0] if FIRST_CAUSE in ch.message and rest else None
+    first = ctx.places.cell(cause.cell_id) if cause is not None else ""
+    if cause is not None and first:
+        out.missing.append(phrase(f"That error follows from an earlier one: {first} stopped "
+                                  f"first, before it made what {cell} needs."))
+        out.steps.append(phrase(f"Fix the error in {first} first ({cell} needs what it "
+                                "makes), then restart and run the whole notebook to check "
+                                "that ", Code(ch.target), " is there."))
+    else:
+        out.steps.append(phrase(f"Fix the error in {cell}, then restart and run the whole "
+                                "notebook to check that ", Code(ch.target), " is there."))
+    return out
+
+
+def _first_line(text: str) -> str:
+    return cut(next((line for line in text.splitlines() if line.strip()), text), 120)
 
 
 def _rows_line(ref: Phrase, got: str, want: str) -> Phrase:

@@ -127,7 +127,7 @@ class Section:
     title: str
     points: float
     max_points: float
-    score: str  # "8.5 / 10", rounded as the rubric writes its points
+    score: str  # "8.64 / 10" (grader.points), or "graded by your instructor (4 points)"
     complete: bool
     summary: Phrase | None  # the one line of a complete criterion
     done: tuple[Phrase, ...] = ()
@@ -143,7 +143,7 @@ class Letter:
     assignment: str
     student: str
     status: str  # "graded" | "error"
-    score: str = ""  # "52 / 100"
+    score: str = ""  # "52.5 / 100" (grader.points)
     percent: str = ""  # "52%"
     overview: tuple[Phrase, ...] = ()
     sections: tuple[Section, ...] = ()

@@ -19,8 +19,10 @@ becomes of each, as nbgrader's own ``assign`` step would release it:
   ``raise NotImplementedError()`` in Python, ``fail()`` in R, ``YOUR ANSWER HERE`` in
   markdown; the whole cell when it has no markers), the solution keeps the code
   without the markers;
-- manually graded answers (``grade`` and ``solution``): markdown ones become a written
-  criterion with an ``answer`` check of the question above them; code ones a code
+- manually graded answers (``grade`` and ``solution``): markdown ones become a manual
+  written criterion (graded by hand, as in nbgrader: listed for you to grade, never
+  scored by its words) whose ``answer`` check of the question above it shows the answer
+  beside it; code ones a code
   criterion whose levels ask that nbgrader's stub be gone (a ``code`` check) and the
   notebook run: a stub left in place scores 0 (nbgrader gives an unchanged answer 0
   itself), the rest is read by the code model and reviewed;
@@ -287,10 +289,10 @@ def _manual(kind: str, gid: str, cid: str, points: float, question: str,
     """A manually graded answer: markdown ones are written answers under their question;
     code ones must run, and score 0 while nbgrader's stub is still in them."""
     about = f"nbgrader's manually graded answer {gid!r}."
-    if kind == "markdown":
+    if kind == "markdown":  # nbgrader grades it by hand: a word count is no grade of it
         return Criterion(cid, question or gid, "written", points,
                          (Check("answer", 1.0, question=question or gid),), task=question,
-                         description=about)
+                         description=about, manual=True)
     # under the answer's own question: a stub left elsewhere is another answer's business
     gone = Check("code", 1.0, pattern=STUB_PATTERNS[lang], absent=True, question=question)
     own = Check("code", 1.0, pattern=r"\S", question=question)  # code of the student's own
@@ -308,7 +310,9 @@ def _manual_row(crit: Criterion, kind: str, gid: str, where: str, asked: bool) -
         todo = "" if asked else ("no question above it: the answer check looks for its "
                                  f"grade id; write the question's text {RUBRICS_PAGE}")
         return ImportRow(f"manually graded markdown answer {gid!r}", where, True,
-                         f"criterion {crit.id} (written, answer under {crit.task or gid!r})",
+                         f"criterion {crit.id} (written, manual, answer under "
+                         f"{crit.task or gid!r}): graded by hand as in nbgrader, listed for "
+                         "you to grade in Review; the answer is shown beside it, not scored",
                          todo)
     return ImportRow(f"manually graded code answer {gid!r}", where, True,
                      f"criterion {crit.id} (code: runs, and 0 while the stub is in it)",

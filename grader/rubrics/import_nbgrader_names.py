@@ -4,8 +4,10 @@ nbgrader's notebooks (its user guide's problem sets, and the courses written lik
 open each part with a horizontal rule and a heading, "---" then "## Part A (2 points)",
 and write their questions with LaTeX ("for $n=10$") and code ticks. A criterion's title
 is never made of that markup: it is the nearest heading above the item, else the
-question's text without markup, else the item's grade id; criteria that would share a
-title are told apart by their grade ids (``unique_titles``).
+question's text without markup, else the item's grade id; a heading's point count that
+is not the criterion's own ("Part A (2 points)" over one of its two 1-point test cells)
+is left out of the title, so a letter never reads "Part A (2 points) — 1 / 1"; criteria
+that would share a title are told apart by their grade ids (``unique_titles``).
 
 Two forms of a line are made here: ``plain`` (markup gone: the words a reader sees) and
 ``findable`` (the text up to the first LaTeX, link, image or HTML, which the grader's
@@ -22,7 +24,8 @@ from typing import Any
 
 from .schema import Criterion
 
-__all__ = ["cell_names", "findable", "is_rule", "names_above", "plain", "unique_titles"]
+__all__ = ["cell_names", "findable", "is_rule", "names_above", "own_points", "plain",
+           "unique_titles"]
 
 _RULE = re.compile(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|=+)$"
                    r"|^\s*<hr\b[^>]*>\s*$", re.IGNORECASE)
@@ -107,8 +110,19 @@ def names_above(cells: Sequence[Any], index: int,
     return heading, near
 
 
+_POINTS = re.compile(r"\s*\((\d+(?:\.\d+)?)\s+points?\)", re.IGNORECASE)
+
+
+def own_points(title: str, points: float) -> str:
+    """``title`` without a point count that is not ``points`` ("Part A (2 points): tests"
+    of a 1-point criterion is "Part A: tests")."""
+    return _POINTS.sub(lambda m: m.group(0) if float(m.group(1)) == points else "", title)
+
+
 def unique_titles(criteria: list[Criterion], grade_ids: list[str]) -> list[Criterion]:
-    """The criteria, each title that more than one shares suffixed with its grade id."""
+    """The criteria, each titled with only its own point count (``own_points``), and
+    each title that more than one shares suffixed with its grade id."""
+    criteria = [dataclasses.replace(c, title=own_points(c.title, c.points)) for c in criteria]
     count = Counter(c.title for c in criteria)
     return [dataclasses.replace(c, title=f"{c.title} ({gid})") if count[c.title] > 1 else c
             for c, gid in zip(criteria, grade_ids, strict=True)]

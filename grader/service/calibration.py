@@ -45,6 +45,7 @@ from ..assignment import Assignment, load_assignment
 from ..errors import InputError
 from ..layers.base import GradeOptions
 from ..pipeline import GradeInput, Grader
+from ..points import points_text
 from ..store.database import Store
 from ..views.agreement import load_human
 from .calibration_figures import (
@@ -293,7 +294,7 @@ def calibrate(sets: Sequence[CalibrationSet], config: EngineConfig,
                 nonlocal done
                 done += 1
                 shown = report.error if report.status == "error" else \
-                    f"{report.score:g}/{report.max_score:g}"
+                    points_text(report.score, report.max_score)
                 if progress is not None:
                     progress(done, total, f"{name}/{report.file}: {shown}")
 

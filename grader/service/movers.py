@@ -9,9 +9,8 @@ in one line. Read from a ``grader.service.rescore`` preview.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 
-from ..letters.numbers import percent_text
+from ..points import as_points, gradebook, percent_text
 from .rescore import RescorePreview, RescoreRow
 
 __all__ = ["ScoreMove", "mover_rows", "movers", "movers_summary", "score_text", "unmoved_line"]
@@ -32,29 +31,19 @@ class ScoreMove:
     with_overrides: str = ""  # "32 -> 34.5 / 40 (86%)" when the old grade has overrides
 
 
-def _pts(x: float) -> str:
-    """Points as the rubric writes them: at most 2 decimals, no trailing zeros."""
-    text = f"{round(x, 2):.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
 def _percent(score: float, max_score: float) -> float | None:
     return 100.0 * score / max_score if max_score > 0 else None
 
 
 def score_text(score: float, max_score: float, decimals: int = 0) -> str:
-    """ "31.5 / 37.5 (84%)": the percent rounded half up, as a person rounds (82.5 -> 83)."""
-    pct = _percent(score, max_score)
-    if pct is None:
-        return f"{_pts(score)} / {_pts(max_score)}"
-    if decimals == 0:  # the letter's rule: never 100% short of full, nor 0% above nothing
-        return f"{_pts(score)} / {_pts(max_score)} ({percent_text(score, max_score)})"
-    shown = Decimal(repr(pct)).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)
-    return f"{_pts(score)} / {_pts(max_score)} ({shown}%)"
+    """ "31.5 / 37.5 (84%)": points and percent as the letter writes them (``grader.points``:
+    half up, never 100% short of full, nor 0% above nothing), ``decimals`` places."""
+    pct = percent_text(score, max_score, decimals)
+    return f"{as_points(score)} / {as_points(max_score)}" + (f" ({pct})" if pct else "")
 
 
 def _signed(x: float, unit: str) -> str:
-    text = _pts(x)
+    text = as_points(x)
     if text == "0":
         return f"no change in {unit}s"
     return f"{'+' if x > 0 else ''}{text} {unit}{'' if abs(x) == 1 else 's'}"
@@ -65,18 +54,18 @@ def _move(r: RescoreRow) -> ScoreMove | None:
     if r.old_score is None or r.new_score is None:
         return None
     before, after = _percent(r.old_score, r.old_max), _percent(r.new_score, r.new_max)
-    points = round(r.new_score - r.old_score, 2)
+    moved = gradebook(r.new_score - r.old_score)
     percent = round(after - before, 1) if before is not None and after is not None else 0.0
-    if not points and not percent and not r.moved:
+    if not moved and not percent and not r.moved:
         return None
     decimals = 0 if abs(percent) >= 1 or not percent else 1  # 84% -> 83%; 52.6% -> 52.9%
     carried = ""
     if r.overrides and r.current_score is not None and r.carried_score is not None:
-        carried = (f"{_pts(r.current_score)} -> "
+        carried = (f"{as_points(r.current_score)} -> "
                    f"{score_text(r.carried_score, r.new_max, decimals)}")
     return ScoreMove(r.grade_id, r.name, score_text(r.old_score, r.old_max, decimals),
-                     score_text(r.new_score, r.new_max, decimals), points, percent,
-                     f"{_signed(points, 'point')}, {_signed(percent, 'percentage point')}",
+                     score_text(r.new_score, r.new_max, decimals), moved, percent,
+                     f"{_signed(moved, 'point')}, {_signed(percent, 'percentage point')}",
                      "; ".join(r.moved), carried)
 
 

@@ -56,6 +56,7 @@ from ..layers.base import AssignmentContext, GradeOptions
 from ..layers.values import key_disagreements
 from ..packages import run_env, status
 from ..pipeline import GradeInput, Grader
+from ..points import as_points
 from ..rubrics.schema import save_rubric
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import string_literals
@@ -388,7 +389,7 @@ def _losses(report: GradeReport) -> list[str]:
                         if ch.status != "environment")
         why = why or "; ".join(crit.review_reasons) or (
             "points withheld though no check failed: read the criterion's evidence")
-        out.append(f"{crit.id} ({crit.points:g} of {crit.max_points:g}): {why}")
+        out.append(f"{crit.id} ({as_points(crit.points)} of {as_points(crit.max_points)}): {why}")
     return out
 
 

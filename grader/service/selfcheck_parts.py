@@ -14,15 +14,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..points import as_points
+from ..points import percent_text as shown_percent
 from ..types import GradeReport
 
 __all__ = ["Unverified", "percent_text", "unverified"]
-
-MAX_DECIMALS = 6
 
 # a problem of the solution's run (``SolutionProblem.kind``) -> why its checks could not run
 WHY = {"missing_data": "data file missing", "missing_package": "package missing",
@@ -31,18 +30,11 @@ WHY = {"missing_data": "data file missing", "missing_package": "package missing"
 
 def percent_text(value: float | None) -> str:
     """'100%', '99.7%', '0%', '0.3%': as few decimals as show where the score stands; a
-    score under 100 is never written "100%", and one over 0 never "0%"."""
+    score under 100 is never written "100%", and one over 0 never "0%" (the one rule of
+    ``grader.points.percent_text``, with ``decimals=None``)."""
     if value is None:
         return "could not be graded"
-    for decimals in range(MAX_DECIMALS + 1):
-        text = f"{value:.{decimals}f}"
-        shown = float(text)
-        if (shown < 100 or value >= 100) and (shown > 0 or value <= 0):
-            return f"{text}%"
-    # closer than a millionth to either end: cut, not round, so it stays on its side
-    scale = 10**MAX_DECIMALS
-    cut = math.floor(value * scale) / scale if value >= 50 else math.ceil(value * scale) / scale
-    return f"{cut:.{MAX_DECIMALS}f}%"
+    return shown_percent(value, 100, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +48,7 @@ class Unverified:
     earned: float  # the solution's points on the checks that were verified
 
     def headline(self) -> str:
-        return (f"{self.points:g} of {self.total:g} points could not be checked: "
+        return (f"{as_points(self.points)} of {as_points(self.total)} points could not be checked: "
                 f"{self.why}")
 
 

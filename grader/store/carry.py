@@ -26,6 +26,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
+from ..points import as_points
 from .schema import OVERRIDE_SELECT, OverrideRow
 
 __all__ = ["CarryResult", "NotCarried", "carry_overrides", "carry_status"]
@@ -106,8 +107,8 @@ def carry_overrides(c: sqlite3.Connection, grade_id: int) -> int:
     for o, points, top in carry:
         capped = o.new_points > top
         note = (f"carried from grade {source[0]} (rubric {source[1]}) on {when}"
-                + (f"; capped at {top:g} points, the criterion's maximum now (was "
-                   f"{o.new_points:g})" if capped else ""))
+                + (f"; capped at {as_points(top)} points, the criterion's maximum now (was "
+                   f"{as_points(o.new_points)})" if capped else ""))
         c.execute("INSERT INTO overrides (grade_id, criterion_id, old_points, new_points, "
                   "reason, who, at, carried_from, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   (grade_id, o.criterion_id, points, min(o.new_points, top), o.reason, o.who,
