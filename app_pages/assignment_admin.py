@@ -15,15 +15,16 @@ import streamlit as st
 from app_pages.components import download_buttons
 from grader.errors import GraderError
 from grader.service.review import in_force
-from grader.service.shelf import archive, delete, grade_count, restore
+from grader.service.shelf import GradesHeld, archive, delete, grades_held, restore
 from grader.service.workspace import AssignmentEntry, Workspace
 
 NOTE = "grade_shelf_note"
 ASK = "grade_delete_ask"
 
 
-def _grades(n: int) -> str:
-    return "1 grade" if n == 1 else f"{n} grades"
+def _its(n: GradesHeld) -> str:
+    """"its grades (10 students, 16 grades with older rubric versions)", or "no grades"."""
+    return f"its grades ({n.words})" if n.grades else "no grades"
 
 
 def shelf_note() -> None:
@@ -40,7 +41,9 @@ def archived_list(workspace: Workspace) -> None:
     with st.expander(f"Archived assignments ({len(hidden)})"):
         for e in hidden:
             left, right = st.columns([4, 1], vertical_alignment="center")
-            left.write(f"{e.title} ({e.name}): {_grades(grade_count(workspace, e.name))} kept")
+            held = grades_held(workspace, e.name)
+            left.write(f"{e.title} ({e.name}): " + (f"grades kept: {held.words}" if held.grades
+                                                   else "no grades"))
             if right.button("Bring back", key=f"grade_restore_{e.name}"):
                 restore(workspace, e.name)
                 st.session_state[NOTE] = f"“{e.title}” ({e.name}) is back in the pickers."
@@ -51,9 +54,11 @@ def manage(workspace: Workspace, entry: AssignmentEntry, busy: bool,
            hide_names: bool) -> None:
     """Archive (any assignment) or delete (one created here) the chosen assignment;
     both disabled while a batch grades."""
-    name, n = entry.name, grade_count(workspace, entry.name)
+    name, n = entry.name, grades_held(workspace, entry.name)
     with st.expander("Archive or delete this assignment"):
-        st.caption(f"{entry.title} ({name}) has {_grades(n)} in the database. Archiving hides "
+        st.caption(f"{entry.title} ({name}) has " + (f"grades in the database: {n.words}."
+                                                     if n.grades else "no grades.")
+                   + " Archiving hides "
                    "it from the pickers and keeps its folder and grades: bring it back from "
                    "'Archived assignments' above." + ("" if entry.bundled else " Deleting "
                    "removes its folder from the app; its grades stay in the database."))
@@ -61,7 +66,7 @@ def manage(workspace: Workspace, entry: AssignmentEntry, busy: bool,
         if a.button("Archive", key=f"grade_archive_{name}", disabled=busy):
             archive(workspace, name)
             st.session_state[NOTE] = (f"Archived “{entry.title}” ({name}): hidden from the "
-                                      f"pickers, its {_grades(n)} kept. Bring it back from "
+                                      f"pickers, {_its(n)} kept. Bring it back from "
                                       "'Archived assignments'.")
             st.rerun()
         if entry.bundled:
@@ -73,14 +78,14 @@ def manage(workspace: Workspace, entry: AssignmentEntry, busy: bool,
         _confirm_delete(workspace, entry, n, hide_names)
 
 
-def _confirm_delete(workspace: Workspace, entry: AssignmentEntry, n: int,
+def _confirm_delete(workspace: Workspace, entry: AssignmentEntry, n: GradesHeld,
                     hide_names: bool) -> None:
     name = entry.name
     st.warning(f"Delete “{entry.title}” ({name})? Its folder (template, solution, rubric, "
                f"data) is moved out of the app and its name stays taken. The database keeps "
-               f"its {_grades(n)}, but no page shows them any more"
-               + (": download them first." if n else "."))
-    if n:
+               f"{_its(n)}, but no page shows them any more"
+               + (": download them first." if n.grades else "."))
+    if n.grades:
         store = workspace.store
         aid = workspace.assignment_id(name)
         version = workspace.load(name).rubric.version
@@ -99,7 +104,7 @@ def _confirm_delete(workspace: Workspace, entry: AssignmentEntry, n: int,
             return
         st.session_state.pop(ASK, None)
         st.session_state[NOTE] = (f"Deleted “{entry.title}” ({name}): its folder is in "
-                                  f"{where}; the database keeps its {_grades(n)}.")
+                                  f"{where}; the database keeps {_its(n)}.")
         st.rerun()
     if no.button("Cancel", key="grade_delete_no"):
         st.session_state.pop(ASK, None)

@@ -6,19 +6,22 @@ Drawing only; the rows come from grader.views.reports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
+from app_pages.review_models import model_section
 from app_pages.shared import get_store, get_workspace
 from grader.assignment import Assignment
 from grader.errors import InputError
+from grader.notebooks.archive import InputProblem
+from grader.notebooks.refusals import words_and_detail
 from grader.packages import install, status
 from grader.rubrics.schema import Rubric
 from grader.service.workspace import Workspace
 from grader.types import GradeReport
-from grader.views.advisory import route_agreement, shown_notes
-from grader.views.model_state import model_states
+from grader.views.export_choices import canvas_id_line
+from grader.views.labels import criterion_labels
 from grader.views.reports import (
     Reports,
     cell_positions,
@@ -26,20 +29,44 @@ from grader.views.reports import (
     downloads,
     evidence_rows,
     layer_rows,
-    model_rows,
     offline_markdown,
     percent_text,
     points_text,
     request_rows,
 )
 
+CRITERIA_COLUMNS = {
+    "criterion": st.column_config.TextColumn("criterion", width=190, pinned=True),
+    "points": st.column_config.NumberColumn("points", width=60),
+    "max": st.column_config.NumberColumn("max", width=50),
+    "needs review": st.column_config.CheckboxColumn("review", width=60),
+    "why review": st.column_config.TextColumn("why review", width="large"),
+    "checks": st.column_config.TextColumn("checks", width="large"),
+}
 
-def report_detail(r: GradeReport, key: str, notebook: bytes | None = None) -> None:
+
+def problem_box(problems: list[tuple[str, str]]) -> None:
+    """Files not graded: each named with the reason in words, the parser's technical
+    detail (``grader.notebooks.refusals``) folded away below, kept at hand."""
+    said = [(f, *words_and_detail(why)) for f, why in problems]
+    st.error(offline_markdown("\n".join(f"- {f}: not graded: {words}" for f, words, _ in said)
+                              if len(said) > 1 else
+                              f"{said[0][0]}: not graded: {said[0][1]}"))
+    details = [(f, d) for f, _, d in said if d]
+    if details:
+        with st.expander("Technical detail"):
+            st.code("\n".join(f"{f}: {d}" for f, d in details), language=None,
+                    wrap_lines=True)
+
+
+def report_detail(r: GradeReport, key: str, notebook: bytes | None = None,
+                  grade_id: int | None = None) -> None:
     """One student's grade: score, criteria with evidence, what the models said, the
     measured requests, and each layer's run. ``notebook`` (the submission's bytes) names
-    the evidence's cells by number, as the letter and the notebook view do."""
+    the evidence's cells by number, as the letter and the notebook view do; ``grade_id``
+    (its id in the store) measures the model routes' agreement over its batch."""
     if r.status == "error":
-        st.error(offline_markdown(f"{r.file}: not graded: {r.error}"))
+        problem_box([(r.file, r.error)])
         return
     c1, c2, c3 = st.columns([2, 1, 1])
     pct = percent_text(r.score, r.max_score)
@@ -52,34 +79,20 @@ def report_detail(r: GradeReport, key: str, notebook: bytes | None = None) -> No
     crit, models, reqs, layers = st.tabs(["Criteria and evidence", "Model analysis (L3, L4)",
                                           "Requests", "Layers"])
     with crit:
-        st.dataframe(criterion_rows(r), hide_index=True, width="stretch")
+        # the criterion and its points first, narrow enough to be seen in Review's half
+        # of the page; the long columns after them
+        st.dataframe(criterion_rows(r), hide_index=True, width="stretch",
+                     column_config=CRITERIA_COLUMNS)
         positions = cell_positions(notebook, r.file)
+        names = criterion_labels(r.criteria)
         for c in r.criteria:
-            label = f"{c.id}: {points_text(c.points, c.max_points)}" + (
+            label = f"{names[c.id]}: {points_text(c.points, c.max_points)}" + (
                 " (review)" if c.needs_review else "")
             with st.expander(label):
                 st.dataframe(evidence_rows(r, c.id, positions), hide_index=True,
                              width="stretch")
     with models:
-        # an advisory route's notes are shown where it agrees with the checks, measured
-        # over the store's recent grades (grader.views.advisory)
-        routes = route_agreement(get_store())
-        states = model_states(r, routes)
-        if states and all(m.state == "off" for m in states):
-            st.info("The models were off when this was graded: no code analysis (L3) and "
-                    "no written feedback (L4).")
-        else:
-            for m in states:
-                {"failed": st.error, "off": st.info}.get(m.state, st.caption)(
-                    offline_markdown(m.text))
-        rows = model_rows(shown_notes(r, routes))
-        if rows:
-            st.caption("Written by a language model. Points come from the deterministic "
-                       "checks; a model's judgement only flags disagreements or, for trusted "
-                       "models, scores written answers within the checks' bounds.")
-            st.dataframe(rows, hide_index=True, width="stretch")
-        elif any(m.state in ("ran", "advisory") for m in states):
-            st.info("The models found nothing of the student's own to comment on.")
+        model_section(r, grade_id)
     with reqs:
         rows = request_rows(r)
         if rows:
@@ -92,20 +105,29 @@ def report_detail(r: GradeReport, key: str, notebook: bytes | None = None) -> No
 
 def download_buttons(reports: Reports, title: str, stem: str, key: str,
                      hide_names: bool = False, rubric: Rubric | None = None,
-                     files: Callable[[str], bytes | None] | None = None) -> None:
+                     files: Callable[[str], bytes | None] | None = None, *,
+                     ids: Sequence[tuple[str, str]] = (),
+                     not_graded_as_zero: bool = False,
+                     unread: Sequence[InputProblem] = ()) -> None:
     """Canvas CSV, CSV, JSON and feedback ZIP; each file is made when its button is
     clicked (``reports`` may be a function that loads them then). Each letter is written
     against its own grade's assignment and rubric version, read from the store, whatever
     ``title`` and ``rubric`` say (they serve only where they match the grades). With
     names hidden, the files carry pseudonyms and no ids (nor the files' sha256), and the
-    Canvas CSV says so before it is taken."""
+    Canvas CSV says so before it is taken; with names shown, ``ids`` (each row's student
+    id and file) say whether some rows carry no Canvas id, before it is taken too. A
+    notebook not graded is blank in the CSVs unless ``not_graded_as_zero``. ``unread``: the
+    batch's files that could not be read, each given its short letter saying why."""
     if hide_names:
         st.warning("Names are hidden, so the downloads carry pseudonyms and no student ids. "
                    "Canvas matches rows by its ID column, which is empty here: it cannot "
                    "import this Canvas CSV. Turn **Hide student names** off in the sidebar "
                    "to download one it can import.")
+    elif ids and (line := canvas_id_line([i for i, _ in ids], [f for _, f in ids])):
+        st.warning(offline_markdown(line))
     made = downloads(reports, title, stem, rubric, files, store=get_store(),
-                     titles=_titles(get_workspace()), hide_names=hide_names)
+                     titles=_titles(get_workspace()), hide_names=hide_names,
+                     not_graded_as_zero=not_graded_as_zero, unread=unread)
     for col, d in zip(st.columns(len(made)), made, strict=True):
         col.download_button(d.label, d.make, file_name=d.file_name, mime=d.mime,
                             key=f"{key}_{d.file_name}", on_click="ignore", help=d.help or None)

@@ -18,6 +18,7 @@ from app_pages.shared import anonymous, get_client, get_store, get_workspace, si
 from grader.service.jobs import job_rows, running_jobs
 from grader.views import grading as grading
 from grader.views.advisory import MIN_AGREEMENT, agreement_rows, route_agreement
+from grader.views.grading_failed import distinct_cards, failed_table
 from grader.views.grading_figure import rate_figure
 from grader.views.model_timings import efficiency_figure, notebook_llm_stats, stats_rows
 from inference import InferenceError
@@ -129,7 +130,7 @@ def grading_section() -> None:
         st.info("No grades yet: grade notebooks on the Grade page. How fast they are "
                 "graded, each layer's seconds, failed files and the queue appear here.")
         return
-    cards = grading.metric_cards(view)
+    cards = distinct_cards(grading.metric_cards(view))
     for i in range(0, len(cards), 4):  # four abreast at most: a narrower label is cut
         for col, card in zip(st.columns(4), cards[i:i + 4], strict=False):
             col.metric(card.label, card.value, card.note or None, "off", help=card.help,
@@ -166,13 +167,15 @@ def grading_section() -> None:
                      width="stretch")
     st.markdown("**Failed files**")
     if view.failed:
-        st.caption("Newest first: notebooks graded without a score, and batch items that "
-                   "failed before grading, with the reason.")
-        st.dataframe(readable(grading.failed_rows(view.failed)), hide_index=True,
-                     width="stretch")
+        st.caption("Newest first: notebooks graded without a score, files an upload could "
+                   "not read, and batch items that failed before grading, with the reason.")
+        rows, details = failed_table(view.failed, anonymous())
+        st.dataframe(readable(rows), hide_index=True, width="stretch")
+        if details:
+            with st.expander("Technical detail of the failed files"):
+                st.code("\n".join(details), language=None, wrap_lines=True)
     else:
-        st.caption("None recorded. (A file an upload could not read at all is named on the "
-                   "Grade page, beside that upload's grades.)")
+        st.caption("None: every file of the batches recorded was read and graded.")
 
 
 def timeline_section(view: machines_history.ClusterHistory) -> None:
@@ -268,8 +271,9 @@ def advisory_section() -> None:
                "agreed with what the checks gave, over the newest grades. An advisory "
                f"model's notes are shown only when its route agrees on {MIN_AGREEMENT:.0%} "
                "of the criteria or more, and then only the notes that are sentences agreeing "
-               "with the checks; otherwise: the bundled model is too small to judge this; "
-               "its notes are hidden. The points always come from the checks.")
+               "with the checks; the others are folded away on each grade's Model tab, with "
+               "the route's agreement on that grade's batch. The points always come from "
+               "the checks.")
     st.dataframe(readable(agreement_rows(stats)), hide_index=True, width="stretch")
 
 

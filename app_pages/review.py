@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.components import download_buttons, report_detail
+from app_pages.components import problem_box, report_detail
 from app_pages.progress_view import follow_job
+from app_pages.review_drop import drop_box, drop_trail, dropped_list
+from app_pages.review_drop import flash as drop_flash
+from app_pages.review_exports import export_section
 from app_pages.shared import (
     anonymous,
     get_client,
@@ -40,7 +43,8 @@ from grader.service.review import (
     submission_cells,
 )
 from grader.views.downloads import grade_letter
-from grader.views.reports import diff_rows, offline_markdown, points_text, problem_lines
+from grader.views.labels import assignment_label, criterion_labels
+from grader.views.reports import diff_rows, offline_markdown, points_text
 
 IN_FORCE, ALL_VERSIONS = "in force", "all versions"
 
@@ -56,8 +60,9 @@ if not graded:
     st.stop()
 names = [e.name for e in graded]
 titles = {e.name: e.title for e in graded}
+labels_of = {e.name: assignment_label(e) for e in graded}
 name = kept_selectbox("Assignment", names, "review_assignment", "assignment",
-                      format_func=lambda n: f"{titles[n]} ({n})")
+                      format_func=labels_of.__getitem__)
 assignment = workspace.load(name)
 aid = workspace.assignment_id(name)
 version_now = assignment.rubric.version
@@ -103,6 +108,8 @@ rows = listing.find(ReviewFilter(
 st.caption(f"{len(rows)} of {len(everything)} grades"
            + (" (the grades in force)" if view == IN_FORCE else ""))
 st.dataframe(grade_rows(rows), hide_index=True, width="stretch")
+drop_flash()
+dropped_list(store, aid, hidden)
 
 if current.missing:
     st.warning(offline_markdown(
@@ -116,16 +123,8 @@ if current.missing:
         _regrade([g.id for g in current.missing], False)
 
 export_version = version_now if view in (IN_FORCE, ALL_VERSIONS) else view
-ids = listing.export_ids(rows, export_version)
-if ids:
-    st.caption(f"Downloads: one grade per student, {len(ids)} student(s): each one's newest "
-               f"grade under rubric {export_version}"
-               + (" (the grades in force)." if export_version == version_now else "."))
-    download_buttons(lambda: [store.get_report(i, hidden) for i in ids], titles[name], name,
-                     "review_dl", hidden, assignment.rubric, store.get_file)
-elif rows:
-    st.caption(f"No grade under rubric {export_version} among those shown: nothing to "
-               "download.")
+export_section(store, listing, rows, export_version, export_version == version_now,
+               assignment, titles[name], hidden)
 
 if rows:
     with st.expander(f"Regrade the {len(rows)} grades shown with the rubric in force "
@@ -143,8 +142,9 @@ if job is not None and job.assignment == name:
         st.rerun()  # the listing above predates the new grades
     if job.result.error:
         st.error(f"The regrade stopped: {job.result.error}. Grades finished before are saved.")
-    for line in problem_lines(job.result.problems, hidden):
-        st.error(offline_markdown(line))
+    if job.result.problems:
+        problem_box([(f"unreadable file {i}" if hidden else p.file, p.reason)
+                     for i, p in enumerate(job.result.problems, 1)])
     for line in regrade_not_carried(store, job.result, hidden):
         st.warning(offline_markdown(line))
     st.caption(f"Last regrade ({job.result.seconds:.0f} s): score before and after")
@@ -188,13 +188,14 @@ with left:
                 st.image(png)
 with right:
     st.subheader(f"Grade {gid}")
-    report_detail(report, "review_detail", store.get_file(report.sha256))
+    report_detail(report, "review_detail", store.get_file(report.sha256), gid)
 
     st.markdown("**Override a criterion**")
     who = st.text_input("Your name (for the audit trail)", key="review_who")
+    crit_names = criterion_labels(report.criteria)
     with st.form("review_override", clear_on_submit=True):
-        crits = {c.id: c for c in report.criteria}
-        cid = st.selectbox("Criterion", list(crits), key="review_ov_criterion")
+        cid = st.selectbox("Criterion", list(crit_names), key="review_ov_criterion",
+                           format_func=crit_names.__getitem__)
         points = st.number_input("New points", min_value=0.0, step=0.5, key="review_ov_points")
         reason = st.text_input("Why (kept in the audit trail)", key="review_ov_reason")
         sent = st.form_submit_button("Save override")
@@ -212,7 +213,9 @@ with right:
     trail = store.overrides(gid)
     if trail:
         st.markdown("**Audit trail**")
-        st.table(audit_rows(trail), hide_index=True)  # wraps: each reason in full
+        st.table(audit_rows(trail, crit_names), hide_index=True)  # wraps: reasons in full
+    drop_trail(store, gid)
+    drop_box(store, gid, labels[gid])
 
     st.markdown("**Regrade** with the rubric in force")
     r1, r2 = st.columns(2)

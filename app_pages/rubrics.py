@@ -38,6 +38,7 @@ from grader.rubrics.schema import Rubric
 from grader.service.movers import mover_rows, movers_summary, unmoved_line
 from grader.service.rescore import changes, preview_rescore, preview_rows
 from grader.service.workspace import Upload, notebooks_of, read_rubric_upload
+from grader.views.labels import assignment_label
 from grader.views.reports import offline_markdown
 
 sidebar()
@@ -128,7 +129,7 @@ if not usable:
     st.info("No assignment with a usable rubric yet: create one on the Grade page.")
     st.stop()
 name = kept_selectbox("Assignment", list(usable), "rubrics_assignment", "assignment",
-                      format_func=lambda n: f"{usable[n].title} ({n}, {usable[n].language})")
+                      format_func=lambda n: assignment_label(usable[n]))
 try:
     assignment = workspace.load(name)
     history = workspace.rubric_history(name)

@@ -178,7 +178,8 @@ def test_parallel_efficiency_per_notebook_hides_names(app_data: Path):
     at.toggle(key="_anonymise_switch").set_value(True).run()
     names = list(table(at, "parallel efficiency")["notebook"])
     assert not any("student04" in n for n in names)
-    assert all(n.startswith("student_0") for n in names)
+    # named with their assignment: pseudonyms are numbered per assignment (issue 33)
+    assert all(n.startswith("hw1/student_0") for n in names)
 
 
 @pytest.mark.llm
@@ -260,14 +261,14 @@ def test_the_dashboard_says_how_often_each_model_agreed_with_the_checks(app_data
     at = open_app(PAGE)
     assert not at.exception
     assert "Model notes: agreement with the checks" in [h.value for h in at.subheader]
-    assert any("the bundled model is too small to judge this; its notes are hidden" in c.value
+    assert any("the others are folded away on each grade's Model tab" in c.value
                for c in at.caption)
     routes = table(at, "agreed with the checks")
     code = routes[routes["layer"] == "L3"].iloc[0]
     assert code["route"] == "code:embedded/smollm2-135m"
     assert (code["grades"], code["criteria judged"], code["agreed with the checks"]) == (2, 4, 2)
     assert code["agreement"] == "50%"
-    assert code["its notes"] == "hidden"
+    assert code["its notes"] == "folded away"
     assert code["notes that are sentences"] == "2 of 4"
     written = routes[routes["layer"] == "L4"].iloc[0]
     assert written["notes that are sentences"] == "0 of 2"

@@ -118,7 +118,7 @@ def test_the_grading_section_shows_rates_seconds_failures_and_the_queue(app_data
     failed = table(at, "reason")
     shown = " ".join(failed["file"]) + " " + " ".join(failed["reason"])
     assert "student04" not in shown
-    assert failed["file"][1].startswith("student_0")
+    assert failed["file"][1].startswith("hw1/student_0")  # with its assignment: one student
     assert failed["reason"][1] == f"{failed['file'][1]}: not valid JSON"
 
 
@@ -147,9 +147,11 @@ def test_batches_with_and_without_models_are_rated_apart_and_no_cell_says_none(
     assert any(v is None for r in batch_rows(view.batches) for v in r.values())  # raw: None
     at = open_app(PAGE)
     assert not at.exception
-    rates = [(m.delta, m.value) for m in at.metric
-             if m.label == "Notebooks / min, last 3 batches"]
-    assert rates == [("checks only (no models)", "20.00"), ("with models (L3, L4)", "0.20")]
+    rates = [(m.label, m.delta, m.value) for m in at.metric
+             if m.label.startswith("Notebooks / min, last 3 batches")]
+    assert rates == [  # two cards, two titles: each says its mode
+        ("Notebooks / min, last 3 batches · checks only", "checks only (no models)", "20.00"),
+        ("Notebooks / min, last 3 batches · with models", "with models (L3, L4)", "0.20")]
     batches = table(at, "wall (s)")
     models = dict(zip(batches["batch"], batches["models"], strict=True))
     assert models == {fast: "checks only (no models)", slow: "with models (L3, L4)",

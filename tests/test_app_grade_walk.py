@@ -89,15 +89,15 @@ def test_archive_and_delete_keep_the_grades(app_data: Path):
     at.button(key="grade_archive_homework-9").click().run()
     assert not at.exception, at.exception
     assert "(homework-9, " not in _listed(at)  # hidden from the picker
-    assert any("Archived “Homework 9” (homework-9)" in s.value and "1 grade kept" in s.value
-               for s in at.success)
+    assert any("Archived “Homework 9” (homework-9)" in s.value
+               and "its grades (1 student, 1 grade) kept" in s.value for s in at.success)
     at.button(key="grade_restore_homework-9").click().run()
     assert "(homework-9, " in _listed(at)
     at.selectbox(key="grade_assignment").set_value("homework-9").run()
     at.button(key="grade_delete_homework-9").click().run()
     asked = " ".join(w.value for w in at.warning)
     assert "Delete “Homework 9” (homework-9)?" in asked
-    assert "The database keeps its 1 grade" in asked
+    assert "The database keeps its grades (1 student, 1 grade)" in asked
     assert "download them first" in asked
     assert at.get("download_button")  # the grades' exports, offered before the yes
     assert (app_data / "assignments" / "homework-9").is_dir()  # nothing done before the yes
@@ -124,7 +124,8 @@ def test_the_import_report_belongs_to_its_assignment_and_reads_in_full(app_data:
     advice = next(m.value for m in at.markdown if m.value.startswith("**What to do**"))
     for item in table[table["status"] == "not carried over"]["in the old rubric"]:
         assert item.split(" ")[0] in advice
-    assert advice.count("\n- ") >= (table["status"] == "not carried over").sum()
+    listed = advice.count("\n- **") + advice.count("\n    - ")  # alone, or under its advice
+    assert listed >= (table["status"] == "not carried over").sum()
     at.selectbox(key="grade_assignment").set_value("retail-sales").run()
     assert not [d for d in at.dataframe if "what to do" in d.value.columns]
     assert not [s for s in at.success if "Created" in s.value]
@@ -178,7 +179,7 @@ def test_a_batch_graded_before_says_so_and_its_detail_numbers_cells(app_data: Pa
     assert status.label.startswith("Graded 0 of 1 notebooks of “Retail sales analysis”")
     assert status.label.endswith("; 1 was graded before with this rubric (their stored "
                                  "grades are shown)")
-    cells = {v for e in at.expander if e.label.startswith("load-data:")
+    cells = {v for e in at.expander if e.label.startswith("Load the three data files:")
              for v in e.dataframe[0].value["cell"].dropna()}
     assert cells
     assert all(re.fullmatch(r"cell \d+", c) for c in cells), cells

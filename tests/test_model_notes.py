@@ -161,7 +161,7 @@ def test_agreement_is_measured_per_route_over_the_stored_grades(tmp_path: Path):
     assert stats[(TINY_FEEDBACK, "L4")].judged == 0  # no written criterion
     rows = agreement_rows(stats.values())
     assert rows[0]["agreement"] == "50%"
-    assert rows[0]["its notes"] == "hidden"
+    assert rows[0]["its notes"] == "folded away"
     # The page's line for one grade uses the stored measure of its route.
     (l3,) = [a for a in advisory_notes(r, stats.values()) if a.layer == "L3"]
     assert l3.over == "1 recent grade"

@@ -12,9 +12,11 @@ def _report(**layers: LayerResult) -> GradeReport:
 
 
 def test_models_off_failed_advisory_and_trusted_are_told_apart():
-    off = model_states(_report())
-    assert [m.state for m in off] == ["off", "off"]
-    assert "models were off" in off[0].text
+    off = LayerResult("L3", details={"not_run": "models_off"})
+    states = model_states(_report(L3=off, L4=LayerResult("L4", details={"not_run":
+                                                                         "models_off"})))
+    assert [m.state for m in states] == ["off", "off"]
+    assert "models were off" in states[0].text
 
     failed = LayerResult("L3", error="ContextOverflowError (criteria a, b): prompt of 2400 "
                                      "tokens over n_ctx 2048")

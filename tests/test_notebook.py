@@ -181,7 +181,7 @@ def test_load_notebook_node_is_valid_and_upgraded() -> None:
     assert (node.nbformat, node.nbformat_minor) == (4, 5)
     nbformat.validate(node)  # raises if the repaired node is not valid
     assert node.cells[1].source == "x = 2\nx * 3"
-    with pytest.raises(NotebookError, match=r"old\.ipynb: not JSON"):
+    with pytest.raises(NotebookError, match=r"old\.ipynb: not a readable notebook \(not JSON\)"):
         load_notebook_node(b"{oops", "old.ipynb")
 
 
@@ -323,7 +323,7 @@ OK_JSON = nb_dict(sample())
         (b"%PDF-1.7\n", "this is a PDF document"),
         (
             b'{\n  "cells": [\n    {"a" 1}\n  ]\n}',
-            "not JSON: Expecting ':' delimiter at line 3, column 10",
+            "(detail: Expecting ':' delimiter at line 3, column 10)",
         ),
         (b"# just a python file\nprint('hi')\n", "not JSON"),
         (b"[1, 2, 3]", "the JSON is a list"),

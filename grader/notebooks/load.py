@@ -44,6 +44,7 @@ from nbformat import NotebookNode
 
 from grader.errors import NotebookError
 from grader.notebooks.cells import detect_language, strip_ansi, text_of, to_cell
+from grader.notebooks.refusals import CLEAR_OUTPUTS, NOT_JSON_DAMAGED, not_json_words, with_detail
 from grader.safe_text import LABEL_LIMIT, TextRepairs, clean_tree, shown_name
 from grader.types import Evidence, Flag, Notebook
 
@@ -186,7 +187,8 @@ def _read_bytes(source: Path | bytes, label: str, limits: NotebookLimits) -> byt
     if len(data) > limits.max_bytes:
         size = "" if isinstance(source, Path) else f"{_size(len(data))}; "
         limit = _size(limits.max_bytes)
-        raise NotebookError(label, f"the file is too large ({size}the limit is {limit})")
+        raise NotebookError(label, f"the file is too large ({size}the limit is {limit}): "
+                                   f"{CLEAR_OUTPUTS}")
     return data
 
 
@@ -217,13 +219,14 @@ def _parse_json(text: str, label: str) -> dict[str, Any]:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotebookError(
-            label, f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from exc
+        # the parser's own message ends in "at" for some errors ("Invalid control
+        # character at"): said once, after the words for the instructor
+        where = f"{exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}"
+        raise NotebookError(label, with_detail(not_json_words(exc), where)) from exc
     except RecursionError as exc:
         raise NotebookError(label, "not a notebook: the JSON is nested too deeply") from exc
     except ValueError as exc:  # e.g. an integer literal with too many digits
-        raise NotebookError(label, f"not JSON: {exc}") from exc
+        raise NotebookError(label, with_detail(NOT_JSON_DAMAGED, str(exc))) from exc
     if not isinstance(raw, dict):
         raise NotebookError(
             label, f'not a notebook: the JSON is {_json_kind(raw)}, not an object with "cells"'

@@ -1,8 +1,9 @@
 """The pieces an import of an old-system rubric is built from.
 
 ``Draft`` gathers the criteria (JSON dicts, validated at the end by the schema) and the
-report's rows; ``scaled`` shares points out in proportion (hundredths, the last part
-taking the rounding, so that parts add up to their whole exactly); ``question_label``
+report's rows, and shares points out in proportion at the old file's own step
+(``Draft.share``, ``grader.rubrics.import_points``: parts add up to their whole exactly,
+equal parts stay equal); ``question_label``
 says which words head a question in the notebook; ``min_words`` reads a minimum number
 of words from a field or a sentence ("minimum 150 words"); ``question`` and
 ``assessed`` make the written criteria of an element's questions.
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .import_items import RUBRICS_PAGE, ImportRow, criterion_id, words
+from .import_points import STEPS, Shares, apportion
 
 __all__ = ["Draft", "assessed", "min_words", "number", "points_of", "question",
-           "question_label", "scaled"]
+           "question_label"]
 
 _MIN_WORDS = re.compile(r"(?:minimum|at least)\s+(?:of\s+)?(\d+)\s+words|(\d+)\+?\s+words",
                         re.I)
@@ -34,22 +36,6 @@ def points_of(el: Any) -> float | None:
         return None
     p = number(el.get("max_points"))
     return p if p is not None else number(el.get("points"))
-
-
-def scaled(points: list[float], target: float) -> list[float]:
-    """``points`` in proportion, adding up to ``target``: hundredths, the last one taking
-    the rounding."""
-    total = sum(points)
-    if not points:
-        return []
-    if total <= 0:
-        share = [target / len(points)] * len(points)
-    elif abs(total - target) < 1e-9:
-        return list(points)
-    else:
-        share = [p * target / total for p in points]
-    out = [round(p, 2) for p in share[:-1]]
-    return [*out, round(target - sum(out), 6)]
 
 
 def question_label(key: str, description: str = "") -> str:
@@ -85,6 +71,20 @@ class Draft:
     by_key: dict[str, str] = field(default_factory=dict)  # old key -> criterion id
     seen: set[str] = field(default_factory=set)
     required_variables: tuple[str, ...] = ()
+    step: float = STEPS[-1]  # the old file's own step (``import_points.file_step``)
+    # Shares decided above a part, for its own parts (where in the old file -> points):
+    # a section's tasks are shared out with its siblings' in one go.
+    planned: dict[str, list[float]] = field(default_factory=dict)
+
+    def share(self, raw: list[float], target: float) -> Shares:
+        """``raw`` in proportion, adding up to ``target``, at the file's step or the next
+        finer one that keeps equal parts equal (``import_points.apportion``)."""
+        return apportion(raw, target, self.step)
+
+    def rounding(self, shares: Shares, target: float) -> str:
+        """"; rounded to ..." for a report row, "" when nothing was scaled."""
+        said = shares.words(self.step, target)
+        return f"; {said}" if said else ""
 
     def add(self, key: str, title: str, kind: str, points: float,
             checks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -45,10 +45,10 @@ from .import_draft import (
     points_of,
     question,
     question_label,
-    scaled,
 )
 from .import_items import RUBRICS_PAGE, ImportRow, words
 from .import_notes import element_rows
+from .import_points import file_step
 from .import_prose import CheckSet, accepted_group
 
 __all__ = ["detect", "import_elements"]
@@ -104,17 +104,19 @@ def import_elements(data: dict[str, Any], shape: str, source: str) -> Draft:
     keyed = {k: el for k, el in elements.items() if points_of(el) is not None}
     raw = [points_of(el) or 0.0 for el in keyed.values()]
     total = declared if declared and declared > 0 else sum(raw)
-    draft = Draft(title, total)
+    draft = Draft(title, total, step=file_step(data))
     checks = data.get("autograder_checks") if isinstance(data.get("autograder_checks"),
                                                           dict) else {}
     draft.required_variables = tuple(v for v in checks.get("required_variables", [])
                                      if isinstance(v, str))
-    shares = scaled(raw, total)
+    got = draft.share(raw, total)
+    shares = got.points
     if raw and abs(sum(raw) - total) > 1e-6:
         draft.rows.append(ImportRow(
             f"the categories' points ({' + '.join(f'{p:g}' for p in raw)} = {sum(raw):g}) "
             f"against the total {total:g}", where or "total_points", True,
-            f"each category scaled by {total / sum(raw):.4g} to add up to {total:g}",
+            f"each category scaled by {total / sum(raw):.4g} to add up to {total:g}"
+            f"{draft.rounding(got, total)}",
             f"Check the criteria's points {RUBRICS_PAGE}: the old file's parts did not add "
             "up to its total."))
     for (key, el), points in zip(keyed.items(), shares, strict=True):
@@ -198,16 +200,33 @@ def _parts(draft: Draft, key: str, title: str, parts: dict[str, Any], points: fl
            make: Any) -> None:
     keyed = {k: p for k, p in parts.items() if isinstance(p, dict)}
     raw = [number(p.get("points")) or 0.0 for p in keyed.values()]
-    shares = scaled(raw, points)
+    # A part with tasks that add up to it is shared out task by task, with its siblings'
+    # in one go: equal tasks get equal points across the parts (_section takes them).
+    leaves = [_task_points(p, r) for p, r in zip(keyed.values(), raw, strict=True)]
+    got = draft.share([x for ts in leaves for x in ts], points)
+    shares, n = [], 0
+    for (pkey, _), ts in zip(keyed.items(), leaves, strict=True):
+        mine = got.points[n:n + len(ts)]
+        n += len(ts)
+        if len(ts) > 1:
+            draft.planned[f"{at}.{pkey}"] = mine
+        shares.append(round(sum(mine), 6))
     if abs(sum(raw) - points) > 1e-6:
         draft.rows.append(ImportRow(
             f"{title}: its parts' points ({' + '.join(f'{p:g}' for p in raw)} = {sum(raw):g}) "
             f"against its {points:g}", at, True,
             f"each part scaled by {points / sum(raw) if sum(raw) else 0:.4g} to add up to "
-            f"{points:g}", f"Check these criteria's points {RUBRICS_PAGE}: the old file's "
-            "parts did not add up to the category's points."))
+            f"{points:g}{draft.rounding(got, points)}", f"Check these criteria's points "
+            f"{RUBRICS_PAGE}: the old file's parts did not add up to the category's points."))
     for (pkey, part), share in zip(keyed.items(), shares, strict=True):
         make(draft, key, title, pkey, part, share, f"{at}.{pkey}")
+
+
+def _task_points(part: dict[str, Any], points: float) -> list[float]:
+    """A part's tasks' points when it has tasks that add up to its own, else its own."""
+    tasks = part.get("subtasks") if isinstance(part.get("subtasks"), dict) else {}
+    raw = [number(t.get("points")) or 0.0 for t in tasks.values() if isinstance(t, dict)]
+    return raw if len(raw) > 1 and abs(sum(raw) - points) < 1e-6 else [points]
 
 
 def _part_label(key: str) -> str:
@@ -226,14 +245,19 @@ def _section(draft: Draft, key: str, title: str, skey: str, sec: dict[str, Any],
     tasks = sec.get("subtasks") if isinstance(sec.get("subtasks"), dict) else {}
     if tasks:
         raw = [number(t.get("points")) or 0.0 for t in tasks.values() if isinstance(t, dict)]
-        shares = scaled(raw, points)
+        planned = draft.planned.pop(at, None)
+        got = draft.share(raw, points)
+        shares = planned if planned is not None and len(planned) == len(raw) else got.points
         for (tkey, task), share in zip(((k, t) for k, t in tasks.items()
                                         if isinstance(t, dict)), shares, strict=True):
             tname = f"{label}, {_part_label(tkey)}: {task.get('description') or words(tkey)}"
             _code_part(draft, tkey, tname, task, share, f"{at}.subtasks.{tkey}", key=skey)
         if abs(sum(raw) - points) > 1e-6:
+            how = draft.rounding(got, points) if planned is None else (
+                f" ({', '.join(f'{p:g}' for p in dict.fromkeys(shares))} points a task), "
+                "rounded with the other parts' tasks")
             draft.rows.append(ImportRow(f"{name}: its tasks' points ({sum(raw):g})", at, True,
-                                        f"scaled to the section's {points:g}"))
+                                        f"scaled to the section's {points:g}{how}"))
         return
     _code_part(draft, skey, name, sec, points, at, key=skey)
 

@@ -12,10 +12,10 @@ a time); ``review`` lists stored grades, applies overrides and regrades;
 deletes assignments (their grades kept); ``results`` gives the Grade page each student's
 grade under the rubric in force; ``calibration`` measures the model routes on graded
 notebooks before they are trusted to judge (``calibration_figures``: the figures and the
-verdict; ``calibration_runs``: a calibration in the background, for the Dashboard).
+verdict; ``calibration_runs``: a calibration in the background, for the Dashboard);
+``unread`` records an upload's unreadable files with their batch, for the Dashboard.
 
-May import: every room below it (errors, types, notebooks, rubrics, assignment, analysis,
-sandbox, packages, layers, points, scoring, pipeline, store, letters, views, anonymity) and
-``inference``'s
-public names.
+May import: every room below it (errors, types, safe_text, notebooks, rubrics, assignment,
+analysis, sandbox, packages, layers, points, scoring, pipeline, store, letters, views,
+anonymity) and ``inference``'s public names.
 """

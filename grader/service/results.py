@@ -54,21 +54,24 @@ class ShownResults:
 def results_in_force(store: Store, grade_ids: Sequence[int],
                      anonymous: bool = False) -> ShownResults:
     """For each of a batch's grades (of one assignment), the student's grade in force
-    (the newest under the rubric version in force), else the batch's grade."""
+    (the newest under the rubric version in force), else the batch's grade; a grade
+    dropped from the gradebook is never shown (the student's grade in force, if another
+    is, stands in for it), as Review leaves it out."""
     if not grade_ids:
         return ShownResults([], "", 0, 0)
     rows = [store.get_grade(gid) for gid in grade_ids]
     aid = rows[0].assignment_id
+    dropped = store.dropped(aid)  # out of the gradebook: not shown, not downloaded
     active = store.active_rubric(aid)
     version = active.version if active is not None else rows[0].rubric_version
     force = {student_key(g): g.id for g in Listing.read(store, aid).in_force(version).grades}
     shown, newer, older, seen = [], 0, 0, set()
     for row in rows:
-        gid = force.get(student_key(row), row.id)
-        if gid in seen:
-            continue  # two files of one student in the batch: their one grade in force
+        gid = force.get(student_key(row), None if row.id in dropped else row.id)
+        if gid is None or gid in seen:
+            continue  # a dropped grade, or two files of one student: their one grade in force
         seen.add(gid)
-        newer += gid != row.id
+        newer += gid != row.id and row.id not in dropped
         older += gid == row.id and row.rubric_version != version
         shown.append((gid, store.get_report(gid, anonymous)))
     return ShownResults(shown, version, newer, older)

@@ -9,13 +9,15 @@ under, and one per notebook they handed in. The grade *in force* is their newest
 grade under the rubric version in force; the page shows those by default, and every
 export holds exactly one grade per student, under one rubric version
 (``Listing``: ``in_force``, ``export_ids``). Students with no grade under the rubric in force
-yet are named (``InForce.missing``), never silently left out or mixed in.
+yet are named (``InForce.missing``), never silently left out or mixed in. A grade the
+instructor dropped from the gradebook (a wrong upload, ``Store.drop_grade``, audited) is in
+no listing; the page lists the dropped ones apart, each with a way back.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +29,7 @@ from ..errors import StoreError
 from ..layers.base import GradeOptions
 from ..notebooks.load import load_notebook
 from ..pipeline import Grader
+from ..points import as_points, gradebook
 from ..store.carry import CarryResult
 from ..store.database import GradeRow, OverrideRow, Store
 from ..types import GradeReport
@@ -94,9 +97,12 @@ class Listing:
 
     @classmethod
     def read(cls, store: Store, assignment_id: int, anonymous: bool = False) -> Listing:
-        real = tuple(store.list_grades(assignment_id))
-        return cls(real, tuple(store.list_grades(assignment_id, anonymous=True))
-                   if anonymous else real)
+        """The assignment's grades, but those dropped from the gradebook
+        (``Store.drop_grade``: a wrong upload), which no listing, export or count holds."""
+        dropped = store.dropped(assignment_id)
+        real = tuple(g for g in store.list_grades(assignment_id) if g.id not in dropped)
+        return cls(real, tuple(g for g in store.list_grades(assignment_id, anonymous=True)
+                               if g.id not in dropped) if anonymous else real)
 
     def _as_shown(self, rows: Sequence[GradeRow]) -> tuple[GradeRow, ...]:
         if self.shown is self.real:
@@ -159,7 +165,8 @@ def one_grade_per_student(store: Store, grade_ids: Sequence[int]) -> list[int]:
 def grade_rows(rows: Sequence[GradeRow]) -> list[dict[str, Any]]:
     return [{
         "grade": r.id, "student": r.display_name or r.student_id or r.file, "file": r.file,
-        "score": None if r.score is None else round(r.score, 2), "max": r.max_score,
+        "score": None if r.score is None else gradebook(r.score, r.max_score),
+        "max": r.max_score,
         "%": percent(r.score, r.max_score),
         "needs review": r.needs_review, "flags": ", ".join(r.flags), "overrides": r.overrides,
         "rubric": r.rubric_version, "status": r.status,
@@ -171,24 +178,29 @@ def override_saved(o: OverrideRow, grade: GradeRow) -> str:
     """The confirmation of a saved override: the criterion's points before and after,
     the reason, and the grade's new total ("... now 14 / 20 (70%)")."""
     pct = percent_text(grade.score, grade.max_score)
-    return (f"Override saved: {o.criterion_id} {o.old_points:g} -> {o.new_points:g} points "
+    return (f"Override saved: {o.criterion_id} {as_points(o.old_points)} -> "
+            f"{as_points(o.new_points)} points "
             f"(why: {o.reason}). The grade is now {points_text(grade.score, grade.max_score)}"
             + (f" ({pct})." if pct else "."))
 
 
-def audit_rows(trail: Sequence[OverrideRow]) -> list[dict[str, Any]]:
-    """The audit trail, oldest first, each entry's reason and note in full."""
+def audit_rows(trail: Sequence[OverrideRow],
+               labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The audit trail, oldest first, each entry's reason and note in full; criteria named
+    by ``labels`` (``views.labels.criterion_labels``: their titles), points written as
+    the gradebook writes them ("1.32 -> 2.5", never "1.3200")."""
     return [{"when": datetime.fromtimestamp(o.at).strftime("%Y-%m-%d %H:%M:%S"), "who": o.who,
-             "criterion": o.criterion_id, "old": o.old_points, "new": o.new_points,
+             "criterion": (labels or {}).get(o.criterion_id, o.criterion_id),
+             "old": as_points(o.old_points), "new": as_points(o.new_points),
              "why": o.reason, "note": o.note} for o in trail]
 
 
 def not_carried_lines(carry: CarryResult, student: str = "") -> list[str]:
     """One line per override the new grade could not carry over, and why."""
     who = f"{student}: " if student else ""
-    return [f"{who}the override of {n.override.criterion_id} ({n.override.old_points:g} -> "
-            f"{n.override.new_points:g} by {n.override.who}: {n.override.reason}) on grade "
-            f"{carry.source_grade} was not carried over: {n.reason}"
+    return [f"{who}the override of {n.override.criterion_id} ({as_points(n.override.old_points)}"
+            f" -> {as_points(n.override.new_points)} by {n.override.who}: {n.override.reason}) "
+            f"on grade {carry.source_grade} was not carried over: {n.reason}"
             for n in carry.not_carried]
 
 
@@ -252,7 +264,7 @@ def regrade_rows(store: Store, result: JobResult, anonymous: bool = False) -> li
                      "rubric after": new.rubric_version,
                      "after": points_text(new.score, new.max_score),
                      "change (points)": None if old_score is None or new.score is None
-                     else round(new.score - old_score, 2),
+                     else gradebook(new.score - old_score),
                      "before %": pct_a, "after %": pct_b,
                      "change (% points)": None if pct_a is None or pct_b is None
                      else round(pct_b - pct_a, 1),

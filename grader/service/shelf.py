@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import InputError
 from ..store.database import Store
 
-__all__ = ["ARCHIVE_FILE", "DELETED", "archive", "archived_names", "delete", "grade_count",
-           "restore", "retired_names"]
+__all__ = ["ARCHIVE_FILE", "DELETED", "GradesHeld", "archive", "archived_names", "delete",
+           "grade_count", "grades_held", "restore", "retired_names"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,40 @@ def grade_count(workspace: Workspace, name: str) -> int:
     """How many grades the store holds for ``name`` (every rubric version)."""
     aid = workspace.store.assignment_id(name)
     return 0 if aid is None else len(workspace.store.list_grades(aid))
+
+
+@dataclass(frozen=True, slots=True)
+class GradesHeld:
+    """The grades the store holds for an assignment, as an instructor counts them: by
+    student, then what the grades beyond one a student are."""
+
+    students: int
+    grades: int
+    older_versions: bool  # a student has grades under several rubric versions
+    more_notebooks: bool  # a student has several grades under one version (resubmitted)
+
+    @property
+    def words(self) -> str:
+        """"10 students, 16 grades with older rubric versions"; "1 student, 1 grade"."""
+        if not self.grades:
+            return "no grades"
+        who = f"{self.students} student{'s' if self.students != 1 else ''}"
+        held = f"{self.grades} grade{'s' if self.grades != 1 else ''}"
+        extra = [w for w, on in (("older rubric versions", self.older_versions),
+                                 ("earlier notebooks", self.more_notebooks)) if on]
+        return f"{who}, {held}" + (f" with {' and '.join(extra)}" if extra else "")
+
+
+def grades_held(workspace: Workspace, name: str) -> GradesHeld:
+    """What the store holds for ``name``: students, grades (every rubric version, every
+    notebook a student handed in), and why there are more grades than students."""
+    aid = workspace.store.assignment_id(name)
+    rows = [] if aid is None else workspace.store.list_grades(aid)
+    per: dict[str, list[str]] = {}
+    for g in rows:
+        per.setdefault(g.student_id or g.display_name or g.file, []).append(g.rubric_version)
+    return GradesHeld(len(per), len(rows), any(len(set(v)) > 1 for v in per.values()),
+                      any(len(v) > len(set(v)) for v in per.values()))
 
 
 def delete(workspace: Workspace, name: str) -> Path:

@@ -5,7 +5,9 @@ audit trail, batches, submission files and calibrations; ``schema`` has the tabl
 migrations and the typed rows; ``batches`` and ``batch_owner`` record who grades a batch
 and find interrupted ones; ``carry`` carries overrides to a regrade; ``files`` keeps the
 submissions' bytes; ``calibrations`` keeps how each model route judged graded examples;
-``serialize`` turns a ``GradeReport`` into JSON and back, exactly.
+``drops`` keeps the grades dropped from the gradebook, with their trail; ``serialize``
+turns a ``GradeReport`` into JSON and back, exactly.
 
-May import: errors, types, safe_text, anonymity (a report with names hidden).
+May import: errors, types, safe_text, points (how a note writes points), anonymity (a report
+with names hidden).
 """

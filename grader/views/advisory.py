@@ -6,13 +6,17 @@ are shown to the instructor only where they are well-formed sentences that agree
 the checks (``grader.rubrics.model_notes``), and only from a route that agrees with the
 checks often enough (``MIN_AGREEMENT`` of the criteria it judged): a route that says
 "not met" on every criterion agrees now and then by chance, and a note that happens to
-agree is no evidence then. Otherwise the page says in one line that the notes are
-hidden, and why, with the route's measured agreement.
+agree is no evidence then. Otherwise the page says in one line why, with the route's
+measured agreement. The notes not shown are never dropped: the page lists them folded,
+saying how often the route agreed with the checks and why they are kept from the letter
+(``grader.views.model_tab``).
 
 Agreement is measured per route and layer (a route serves one role: code for L3,
-feedback for L4) over the newest graded reports in the store (``route_agreement``), or
-over one report when nothing else is at hand. Trusted routes are measured too (the
-Dashboard lists them); their notes are left as they are.
+feedback for L4) over the grades of one batch (``batch_agreement``: what a grade's page
+says, "on this batch"), over the newest graded reports in the store
+(``route_agreement``: the Dashboard's), or over one report when nothing else is at
+hand. Trusted routes are measured too (the Dashboard lists them); their notes are left
+as they are.
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ from ..store.database import Store
 from ..store.serialize import report_from_json
 from ..types import CriterionResult, GradeReport, LayerResult
 
-__all__ = ["MIN_AGREEMENT", "TOO_SMALL", "AdvisoryNotes", "RouteAgreement", "advisory_notes",
-           "agreement_rows", "measure", "route_agreement", "shown_notes"]
+__all__ = ["MIN_AGREEMENT", "TOO_SMALL", "AdvisoryNotes", "Agreement", "RouteAgreement",
+           "advisory_notes", "agreement_rows", "batch_agreement", "measure", "route_agreement",
+           "shown_notes"]
 
 log = logging.getLogger(__name__)
 
 MIN_AGREEMENT = 0.8  # share of its judged criteria a route must agree on for notes to show
 GRADES = 50  # the newest grades with a model layer that the store's measure reads
-TOO_SMALL = "the bundled model is too small to judge this; its notes are hidden"
+TOO_SMALL = "the bundled model is too small to judge this; its notes are folded away"
 LAYER_KIND = {"L3": "code", "L4": "written"}
 LAYER_WHAT = {"L3": "Code analysis", "L4": "Written feedback"}
 _MARK = '"advisory":'  # as stored (compact JSON); student text inside is escaped
@@ -84,8 +89,14 @@ class RouteAgreement:
                 "agreed with the checks": self.agreed,
                 "agreement": "—" if self.rate is None else f"{self.rate:.0%}",
                 "notes that are sentences": f"{self.well_formed} of {self.notes}",
-                "its notes": ("shown where they agree" if self.trusted else "hidden")
+                "its notes": ("shown where they agree" if self.trusted else "folded away")
                 if self.advisory else "shown (trusted)"}
+
+
+def _ran(lr: LayerResult) -> bool:
+    """Whether a model layer ran: not one the grade records as not run (models off,
+    nothing to send) or as still queued (grades first, models after)."""
+    return not lr.details.get("not_run") and not lr.details.get("pending")
 
 
 def _route(lr: LayerResult) -> str:
@@ -100,7 +111,8 @@ def _noted(r: GradeReport, layer: str) -> list[CriterionResult]:
 
 def measure(reports: Iterable[GradeReport]) -> list[RouteAgreement]:
     """Per (route, layer), over ``reports``: how many notes, judged, agreeing, well-formed.
-    Layers that failed are left out; routes in order of first sight."""
+    Layers that failed, did not run or are still queued are left out; routes in order of
+    first sight."""
     counts: dict[tuple[str, str], list[int]] = {}
     advisory: dict[tuple[str, str], bool] = {}
     for r in reports:
@@ -108,7 +120,7 @@ def measure(reports: Iterable[GradeReport]) -> list[RouteAgreement]:
             continue
         for layer in LAYER_KIND:
             lr = r.layers.get(layer)
-            if lr is None or lr.error:
+            if lr is None or lr.error or not _ran(lr):
                 continue
             key = (_route(lr), layer)
             c = counts.setdefault(key, [0, 0, 0, 0, 0])
@@ -132,6 +144,39 @@ def route_agreement(store: Store, grades: int = GRADES) -> list[RouteAgreement]:
     out = measure(report_from_json(text) for (text,) in rows)
     log.debug("route agreement over %d grades: %d routes", len(rows), len(out))
     return out
+
+
+_BATCH_SQL = """SELECT g.report_json FROM batch_items i JOIN grades g ON g.id = i.grade_id
+WHERE i.batch_id = ? AND i.status = 'done' AND g.status = 'graded'
+AND instr(g.report_json, ?) > 0 ORDER BY i.id DESC LIMIT ?"""
+BATCH_GRADES = 200  # at most this many of a batch's grades are read (its newest)
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """The routes' agreement and what it was measured over, in words ("this batch")."""
+
+    routes: list[RouteAgreement]
+    over: str  # "this batch", "the 50 newest grades"
+
+
+def batch_agreement(store: Store, grade_id: int | None) -> Agreement:
+    """``measure`` over the grades of the batch that made grade ``grade_id`` (its newest
+    batch, for a grade a later batch reused; its ``BATCH_GRADES`` newest grades with a
+    model layer, in a class larger than that); over the store's newest grades
+    (``route_agreement``) for a grade no batch made, or without a grade id."""
+    rows = [] if grade_id is None else store._query(
+        "SELECT batch_id FROM batch_items WHERE grade_id = ? ORDER BY id DESC LIMIT 1",
+        (grade_id,), "find a grade's batch")
+    if rows:
+        texts = store._query(_BATCH_SQL, (rows[0][0], _MARK, BATCH_GRADES),
+                             "read a batch's model notes")
+        over = "this batch" if len(texts) < BATCH_GRADES else \
+            f"the {BATCH_GRADES} newest grades of this batch"
+        return Agreement(measure(report_from_json(t) for (t,) in texts), over)
+    routes = route_agreement(store)
+    n = max((r.grades for r in routes), default=0)
+    return Agreement(routes, f"the {n} newest grade{'s' if n != 1 else ''} with model notes")
 
 
 def agreement_rows(stats: Iterable[RouteAgreement]) -> list[dict[str, Any]]:
@@ -161,24 +206,25 @@ class AdvisoryNotes:
                     f"checks: {len(self.shown)} of {self.notes} here")
         if not self.agreement.trusted:
             return TOO_SMALL if self.agreement.bundled else \
-                "this route's model is too small to judge this; its notes are hidden"
+                "this route's model is too small to judge this; its notes are folded away"
         return (f"none of its {self.notes} notes here is a sentence that agrees with the "
-                "checks; they are hidden")
+                "checks; they are folded away")
 
     @property
     def line(self) -> str:
         """One line for the page, e.g. "Code analysis (L3), route code:embedded/...:
         agreed with the checks on 2 of 9 criteria (22%) over 3 recent grades: the
-        bundled model is too small to judge this; its notes are hidden."."""
+        bundled model is too small to judge this; its notes are folded away."."""
         return (f"{LAYER_WHAT[self.layer]} ({self.layer}), route {self.route}: "
                 f"{self.agreement.measured} over {self.over}: {self.outcome}.")
 
 
-def advisory_notes(r: GradeReport, routes: Iterable[RouteAgreement] | None = None
-                   ) -> list[AdvisoryNotes]:
+def advisory_notes(r: GradeReport, routes: Iterable[RouteAgreement] | None = None,
+                   over: str | None = None) -> list[AdvisoryNotes]:
     """Per advisory layer of ``r`` that wrote notes: which are shown and the page's line.
-    ``routes``: the routes' agreement over many grades (``route_agreement``); a route not
-    among them (or all, without ``routes``) is measured on ``r`` alone."""
+    ``routes``: the routes' agreement over many grades (``route_agreement``, or
+    ``batch_agreement`` with ``over`` saying what they were measured on: "this batch"); a
+    route not among them (or all, without ``routes``) is measured on ``r`` alone."""
     known = {(s.route, s.layer): s for s in routes or ()}
     out = []
     for layer in LAYER_KIND:
@@ -191,12 +237,12 @@ def advisory_notes(r: GradeReport, routes: Iterable[RouteAgreement] | None = Non
         stat = known.get((_route(lr), layer))
         if stat is None:
             (stat,) = measure([dataclasses.replace(r, layers={layer: lr})])
-            over = "this grade"
+            measured = "this grade"
         else:
-            over = f"{stat.grades} recent grade{'s' if stat.grades != 1 else ''}"
+            measured = over or f"{stat.grades} recent grade{'s' if stat.grades != 1 else ''}"
         checks = [n for c in noted if (n := check_note(c)) is not None]
         shown = tuple(n.criterion for n in checks if n.shown) if stat.trusted else ()
-        out.append(AdvisoryNotes(layer, _route(lr), stat, over, shown, len(noted)))
+        out.append(AdvisoryNotes(layer, _route(lr), stat, measured, shown, len(noted)))
     return out
 
 
@@ -211,11 +257,12 @@ def _kept(crit: CriterionResult) -> dict[str, str]:
     return {**{k: n[k] for k in keep if n.get(k)}, **note.sentences}
 
 
-def shown_notes(r: GradeReport, routes: Iterable[RouteAgreement] | None = None) -> GradeReport:
+def shown_notes(r: GradeReport, routes: Iterable[RouteAgreement] | None = None,
+                over: str | None = None) -> GradeReport:
     """A copy of ``r`` whose advisory notes are only those to show, each with only its
     well-formed sentences; trusted layers' notes, points and all else as they are. The
     Grade and Review pages pass it to ``reports.model_rows``."""
-    show = {cid for a in advisory_notes(r, routes) for cid in a.shown}
+    show = {cid for a in advisory_notes(r, routes, over) for cid in a.shown}
     advisory = {LAYER_KIND[name] for name, lr in r.layers.items()
                 if name in LAYER_KIND and lr.details.get("advisory")}
     criteria = []

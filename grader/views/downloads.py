@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..exports.basis import BasisOf, StoredBases, given_basis
 from ..exports.formats import (
+    Unread,
     canvas_csv,
     feedback_zip,
     json_export,
@@ -49,7 +50,8 @@ class Download:
 def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = None,
               files: Callable[[str], bytes | None] | None = None, *,
               store: Store | None = None, titles: Callable[[str], str | None] | None = None,
-              hide_names: bool = False) -> list[Download]:
+              hide_names: bool = False, unread: Sequence[Unread] = (),
+              not_graded_as_zero: bool = False) -> list[Download]:
     """The files of the download buttons. ``reports`` may be a function that loads them,
     called when a file is made; ``stem`` names the files.
 
@@ -58,7 +60,11 @@ def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = N
     named by position and under their heading) come from the store; ``title`` and
     ``rubric`` then serve only where they match. Without it, ``rubric`` serves the
     reports graded under exactly that version and ``files`` gives the notebooks.
-    ``hide_names``: the JSON leaves out each submission's sha256 as well."""
+    ``hide_names``: the JSON leaves out each submission's sha256 as well. ``unread``: the
+    batch's files that could not be read (``InputProblem``): each gets its letter in the
+    ZIP, saying why and what to do. A notebook not graded (unreadable, another
+    assignment's: ``exports.formats.not_graded``) is blank in the CSVs, never 0, unless
+    ``not_graded_as_zero``."""
     stem = safe_stem(stem)
     basis: BasisOf = StoredBases(store, titles, rubric) if store is not None \
         else given_basis(title, rubric)
@@ -71,19 +77,20 @@ def downloads(reports: Reports, title: str, stem: str, rubric: Rubric | None = N
     def canvas() -> bytes:
         shown = load()
         named = {basis(r).title for r in shown}
-        return canvas_csv(shown, named.pop() if len(named) == 1 else title).encode()
+        return canvas_csv(shown, named.pop() if len(named) == 1 else title,
+                          not_graded_as_zero).encode()
 
     def letters() -> bytes:
         shown = load()
         notebooks = {} if notebook_of is None else {
             r.sha256: data for r in shown
             if r.sha256 and (data := notebook_of(r.sha256)) is not None}
-        return feedback_zip(shown, title, rubric, notebooks, basis)
+        return feedback_zip(shown, title, rubric, notebooks, basis, unread, hide_names)
 
     return [
         Download("Canvas CSV", f"{stem}-canvas.csv", canvas, "text/csv"),
-        Download("Grades CSV", f"{stem}-grades.csv", lambda: plain_csv(load()).encode(),
-                 "text/csv"),
+        Download("Grades CSV", f"{stem}-grades.csv",
+                 lambda: plain_csv(load(), not_graded_as_zero).encode(), "text/csv"),
         Download("JSON", f"{stem}-grades.json",
                  lambda: json_export(load(), hide_names).encode(), "application/json",
                  "Without the files' sha256 while names are hidden." if hide_names else ""),

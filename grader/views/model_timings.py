@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 
 from ..store.database import Store
 from ..store.schema import anonymous_file
+from .labels import across
 
 __all__ = ["NotebookLLMStats", "efficiency_figure", "notebook_llm_stats", "stats_rows"]
 
@@ -49,7 +50,7 @@ ORDER BY g.created_at DESC, g.id DESC LIMIT ?"""
 class NotebookLLMStats:
     grade_id: int
     assignment: str
-    notebook: str  # the submitted file's name; with names hidden, the pseudonym's
+    notebook: str  # the submitted file's name; names hidden: the pseudonym's, with its assignment
     graded_at: float  # epoch seconds
     l3_seconds: float | None  # the L3 request's total seconds, as the engine measured it
     l4_seconds: float | None
@@ -110,7 +111,8 @@ def _stats(row: tuple, anonymous: bool) -> NotebookLLMStats | None:
     errors = "; ".join(f"{n}: {x.error}" for n, x in (("L3", l3), ("L4", l4)) if x.error)
     routes = ", ".join(dict.fromkeys(x.route for x in (l3, l4) if x.route))
     return NotebookLLMStats(int(grade_id), assignment,
-                            anonymous_file(pseudonym or "", file) if anonymous else file,
+                            across(assignment, anonymous_file(pseudonym or "", file))
+                            if anonymous else file,
                             float(created_at), _num(l3.total), _num(l4.total), wall, eff,
                             routes, errors, queued)
 

@@ -20,9 +20,11 @@ from typing import Any
 from ..analysis.template import match_template
 from ..errors import NotebookError
 from ..exports.formats import (
+    as_points,
     cell_name,
     cell_number,
     feedback_zip,
+    gradebook,
     percent_text,
     points_text,
     student_name,
@@ -32,6 +34,7 @@ from ..notebooks.archive import InputProblem
 from ..notebooks.load import load_both, load_notebook
 from ..types import GradeReport, LayerResult, Notebook
 from .downloads import Download, Reports, downloads
+from .labels import criterion_labels
 
 
 def percent(score: float | None, max_score: float | None) -> int | None:
@@ -56,10 +59,12 @@ def result_rows(graded: Sequence[tuple[int, GradeReport]]) -> list[dict[str, Any
     for grade_id, r in graded:
         row: dict[str, Any] = {
             "grade": grade_id, "student": student_name(r), "file": r.file,
-            "score": None if r.score is None else round(r.score, 2), "max": r.max_score,
+            "score": None if r.score is None else gradebook(r.score, r.max_score),
+            "max": r.max_score,
             "%": percent(r.score, r.max_score),
         }
-        row.update({f"{c.id} (/{c.max_points:g})": round(c.points, 2) for c in r.criteria})
+        row.update({f"{c.id} (/{as_points(c.max_points)})": gradebook(c.points, c.max_points)
+                    for c in r.criteria})
         row.update({
             "needs review": ", ".join(r.needs_review) if r.status == "graded" else "all",
             "flags": ", ".join(dict.fromkeys(f.code for f in r.flags)),
@@ -70,11 +75,16 @@ def result_rows(graded: Sequence[tuple[int, GradeReport]]) -> list[dict[str, Any
 
 
 def criterion_rows(r: GradeReport) -> list[dict[str, Any]]:
+    """One row per criterion, what a narrow column must show first: the criterion as the
+    rubric titles it, its points and maximum, whether it needs review; then why, the
+    checks' messages, its kind and id."""
+    labels = criterion_labels(r.criteria)
     return [{
-        "criterion": c.id, "title": c.title, "kind": c.kind, "points": round(c.points, 2),
+        "criterion": labels[c.id], "points": gradebook(c.points, c.max_points),
         "max": c.max_points, "needs review": c.needs_review,
         "why review": "; ".join(c.review_reasons),
         "checks": "; ".join(f"{ch.check} {ch.target}: {ch.message}" for ch in c.checks),
+        "kind": c.kind, "id": c.id,
     } for c in r.criteria]
 
 
@@ -103,11 +113,16 @@ def evidence_rows(r: GradeReport, criterion_id: str,
         return cell_name(positions[cell_id]) if cell_id in positions else cell_id
 
     rows = []
+    weights = sum(ch.weight for ch in crit.checks if ch.check != "level") or 1.0
     for ch in crit.checks:
+        # the check's part of the criterion's points (never a second scale: "1 / 1" under
+        # a 2-point criterion read as a contradiction); a level gives the criterion's share
+        part = crit.max_points * (1.0 if ch.check == "level" else ch.weight / weights)
         for e in ch.evidence or (None,):
             rows.append({
                 "layer": ch.layer, "check": ch.check, "target": ch.target,
-                "share": round(ch.score, 3), "weight": ch.weight, "status": ch.status,
+                "points": f"{as_points(ch.score * part, part)} of {as_points(part)}",
+                "status": ch.status,
                 "message": ch.message, "cell": cell(e.cell_id) if e else None,
                 "line": e.line if e else None, "seen": e.text if e else "",
             })
@@ -141,8 +156,8 @@ def request_rows(r: GradeReport) -> list[dict[str, Any]]:
     rows = []
     for name in ("L3", "L4"):
         lr = r.layers.get(name)
-        if lr is None:
-            continue
+        if lr is None or lr.details.get("not_run") or lr.details.get("pending"):
+            continue  # no request made (yet): the Model tab says why
         d = lr.details
         rows.append({
             "layer": name, "route": d.get("route", ""), "method": d.get("method", ""),
@@ -211,7 +226,7 @@ def _diff_row(what: str, pa: float | None, ma: float | None, pb: float | None,
               mb: float | None, review_a: bool, review_b: bool) -> dict[str, Any]:
     pct_a, pct_b = percent(pa, ma), percent(pb, mb)
     return {"criterion": what, "before": points_text(pa, ma), "after": points_text(pb, mb),
-            "change (points)": None if pa is None or pb is None else round(pb - pa, 2),
+            "change (points)": None if pa is None or pb is None else gradebook(pb - pa),
             "before %": pct_a, "after %": pct_b,
             "change (% points)": None if pct_a is None or pct_b is None
             else round(pct_b - pct_a, 1),
