@@ -20,9 +20,9 @@ import time
 import streamlit as st
 
 from app_pages.assignment_admin import archived_list, manage, shelf_note
-from app_pages.components import download_buttons, report_detail, self_check
+from app_pages.components import download_buttons, problem_box, report_detail, self_check
 from app_pages.import_view import show_import
-from app_pages.progress_view import follow_job
+from app_pages.progress_view import follow_job, follow_models
 from app_pages.shared import (
     anonymous,
     get_client,
@@ -30,6 +30,7 @@ from app_pages.shared import (
     get_warmup,
     get_workspace,
     kept_selectbox,
+    kept_widget,
     sidebar,
 )
 from grader.errors import GraderError, RubricError
@@ -45,11 +46,14 @@ from grader.service.results import results_in_force
 from grader.service.review import one_grade_per_student
 from grader.service.sizing import batch_size
 from grader.service.workspace import Upload, made_from
-from grader.views.reports import offline_markdown, points_text, problem_lines
+from grader.views.labels import assignment_label
+from grader.views.reports import offline_markdown, points_text
+from grader.views.upload_limits import NOTEBOOK_MB, UPLOAD_MB, limits_text, notebook_limit_text
 
 sidebar()
 workspace, store = get_workspace(), get_store()
 st.title("Grade")
+top_line = st.empty()  # while a batch grades: its progress, in view at the top
 
 
 def _uploads(files) -> list[Upload]:
@@ -92,9 +96,11 @@ with st.expander("Create an assignment from files", expanded=not usable):
         c1, c2, c3 = st.columns(3)
         template = c1.file_uploader("Template notebook (or, alone, an nbgrader source or "
                                     "otter master notebook)", type=["ipynb"],
-                                    key=f"grade_new_template_{form_round}")
+                                    key=f"grade_new_template_{form_round}",
+                                    max_upload_size=NOTEBOOK_MB, help=notebook_limit_text())
         solution = c2.file_uploader("Solution notebook", type=["ipynb"],
-                                    key=f"grade_new_solution_{form_round}")
+                                    key=f"grade_new_solution_{form_round}",
+                                    max_upload_size=NOTEBOOK_MB, help=notebook_limit_text())
         rubric = c3.file_uploader("Rubric (JSON; old-format rubrics are imported)",
                                   type=["json"], key=f"grade_new_rubric_{form_round}")
         data = st.file_uploader("Data files the notebooks read", accept_multiple_files=True,
@@ -123,8 +129,7 @@ if not usable:
     st.info("No assignment yet: create one above.")
     st.stop()
 names = [e.name for e in usable]
-labels = {e.name: f"{e.title} ({e.name}, {e.language}{', example' if e.bundled else ''})"
-          for e in usable}
+labels = {e.name: assignment_label(e) for e in usable}  # as every page names them
 name = kept_selectbox("Assignment", names, "grade_assignment", "assignment",
                       format_func=labels.__getitem__)
 if (created := st.session_state.get("grade_created")) and created[0] == name:
@@ -149,7 +154,8 @@ manage(workspace, next(e for e in usable if e.name == name), busy, anonymous())
 # upload onto the files already graded.
 files = st.file_uploader("Student notebooks (.ipynb) or ZIPs (Canvas, GitHub Classroom, a "
                          "zipped folder)", type=["ipynb", "zip"], accept_multiple_files=True,
-                         key=f"grade_files_{st.session_state.get('grade_uploads', 0)}")
+                         key=f"grade_files_{st.session_state.get('grade_uploads', 0)}",
+                         max_upload_size=UPLOAD_MB, help=limits_text())
 samples = {p.name: p for p in workspace.example_submissions(name)}
 if samples and st.session_state.get("grade_job") is None:
     st.caption(f"New here? *{assignment.title}* is a bundled example: pick one of its sample "
@@ -157,12 +163,18 @@ if samples and st.session_state.get("grade_job") is None:
                "machine.")
 chosen = st.multiselect("Or the example's sample submissions", list(samples),
                         key="grade_samples") if samples else []
-with st.expander("Options"):
+with st.expander("Options"):  # kept across pages and reloads (the store's settings)
     o1, o2 = st.columns([3, 1])
-    execute = o1.checkbox("Run the notebooks (L2, sandboxed)", True, key="grade_execute")
-    use_llm = o1.checkbox("Model analysis and feedback (L3, L4)", True, key="grade_llm")
-    regrade = o1.checkbox("Regrade files graded before", False, key="grade_regrade")
-    workers = o2.number_input("Notebooks at once", 1, 8, 1, key="grade_workers")
+    with o1:
+        execute = kept_widget(st.checkbox, "Run the notebooks (L2, sandboxed)",
+                              "grade_execute", True)
+        use_llm = kept_widget(st.checkbox, "Model analysis and feedback (L3, L4)",
+                              "grade_llm", True, help="The grades come first; the models' "
+                              "notes follow each grade from a queue of their own.")
+        regrade = kept_widget(st.checkbox, "Regrade files graded before", "grade_regrade",
+                              False)
+    with o2:
+        workers = kept_widget(st.number_input, "Notebooks at once", "grade_workers", 1, 1, 8)
 
 
 def _models_loading(use_llm: bool) -> None:
@@ -234,51 +246,64 @@ with check_box:
     self_check(workspace, assignment)
 
 # -- live progress -------------------------------------------------------------------
+# Boxes made before the job is followed: what the page showed of the batch before (its
+# results) is cleared at once, not left on screen while the next batch grades.
+progress_box, models_box, results_box = st.container(), st.container(), st.container()
 if job is not None:
-    # live while it runs; its final board once it ended; headed by the title
-    follow_job(job, anonymous(), {e.name: e.title for e in usable}.get(job.assignment, ""))
+    with progress_box:  # live while it runs; its final board once it ended; by its title
+        follow_job(job, anonymous(), {e.name: e.title for e in usable}.get(
+            job.assignment, ""), top_line)
     if busy:
         st.rerun()  # it ended: draw the page again, with the Grade button enabled
+    # grades first, models after: their notes come in under the grades, live
+    ended, parts = job.board.snapshot().model_counts()
+    with models_box:
+        st.fragment(follow_models, run_every=2.0 if ended < parts else None)(job, anonymous())
 
 # -- results -------------------------------------------------------------------------
-if job is not None and job.finished:
-    result = job.result
-    if result.error:
-        st.error(offline_markdown(f"Grading stopped: {result.error}. Grades finished before "
-                                  "this are saved; see the Review page."))
-    hidden = anonymous()
-    for line in problem_lines(result.problems, hidden):
-        st.error(offline_markdown(line))
-    now_shown = results_in_force(store, result.grade_ids, hidden)
-    graded = now_shown.graded
-    if graded or result.problems:
-        st.subheader(f"Results: {result.title or job.assignment} ({job.assignment})")
-        if job.assignment != name:
-            st.info(f"These are the results of the last batch, graded for {job.assignment}. "
-                    f"The assignment chosen above is {name}: pressing Grade grades for it.")
-        if result.reused:
-            st.caption(f"{result.reused} already graded with this rubric: the stored grades "
-                       "are shown (tick 'Regrade' to grade them again).")
-        if note := now_shown.note():
-            st.info(note)
-        st.dataframe(now_shown.rows(), hide_index=True, width="stretch")
-        if result.problems:
-            st.caption(f"{len(result.problems)} file(s) could not be read: named above, with "
-                       "the reason; the others were graded.")
-    shown = dict(graded)
-    for gid, why in result.unlike:
-        r = shown.get(gid) or store.get_report(gid, hidden)
-        score = "" if r.score is None else \
-            f" Its score, {points_text(r.score, r.max_score)}, likely means nothing."
-        st.warning(offline_markdown(f"**{r.display_name or r.file}** ({r.file}): {why}.{score} "
-                                    "Check that the assignment chosen was the right one."))
-    if graded:
-        reports = [r for _, r in graded]
-        one_each = one_grade_per_student(store, [gid for gid, _ in graded])
-        download_buttons([shown[gid] for gid in one_each], result.title or job.assignment,
-                         job.assignment, "grade_dl", hidden, assignment.rubric
-                         if job.assignment == name else None, store.get_file)
-        who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
-        pick = st.selectbox("Details of", list(who), key="grade_detail")
-        chosen = reports[who[pick]]  # its cells numbered as in its letter and in Review
-        report_detail(chosen, "grade_detail_view", store.get_file(chosen.sha256))
+with results_box:
+    if job is not None and job.finished:
+        result = job.result
+        if result.error:
+            st.error(offline_markdown(f"Grading stopped: {result.error}. Grades finished before "
+                                      "this are saved; see the Review page."))
+        hidden = anonymous()
+        problem_box([(f"unreadable file {i}" if hidden else p.file, p.reason)
+                     for i, p in enumerate(result.problems, 1)])  # the detail folded
+        now_shown = results_in_force(store, result.grade_ids, hidden)
+        graded = now_shown.graded
+        if graded or result.problems:
+            st.subheader(f"Results: {result.title or job.assignment} ({job.assignment})")
+            if job.assignment != name:
+                st.info(f"These are the results of the last batch, graded for {job.assignment}. "
+                        f"The assignment chosen above is {name}: pressing Grade grades for it.")
+            if result.reused:
+                st.caption(f"{result.reused} already graded with this rubric: the stored grades "
+                           "are shown (tick 'Regrade' to grade them again).")
+            if note := now_shown.note():
+                st.info(note)
+            st.dataframe(now_shown.rows(), hide_index=True, width="stretch")
+            if result.problems:
+                st.caption(f"{len(result.problems)} file(s) could not be read: named above, with "
+                           "the reason; the others were graded.")
+        shown = dict(graded)
+        for gid, why in result.unlike:
+            r = shown.get(gid) or store.get_report(gid, hidden)
+            score = "" if r.score is None else \
+                f" Its score, {points_text(r.score, r.max_score)}, likely means nothing."
+            said = why if why.endswith((".", "?", "!")) else f"{why}."
+            st.warning(offline_markdown(f"**{r.display_name or r.file}** ({r.file}): {said}{score} "
+                                        "Check that the assignment chosen was the right one."))
+        if graded:
+            reports = [r for _, r in graded]
+            one_each = one_grade_per_student(store, [gid for gid, _ in graded])
+            download_buttons([shown[gid] for gid in one_each], result.title or job.assignment,
+                             job.assignment, "grade_dl", hidden, assignment.rubric
+                             if job.assignment == name else None, store.get_file,
+                             unread=result.problems,
+                             ids=[(shown[gid].student_id, shown[gid].file) for gid in one_each])
+            who = {f"{r.display_name or r.file} ({r.file})": i for i, r in enumerate(reports)}
+            pick = st.selectbox("Details of", list(who), key="grade_detail")
+            chosen = reports[who[pick]]  # its cells numbered as in its letter and in Review
+            report_detail(chosen, "grade_detail_view", store.get_file(chosen.sha256),
+                          graded[who[pick]][0])

@@ -17,11 +17,13 @@ from typing import Any
 
 import streamlit as st
 
+from grader.service.model_runs import model_queue_for
 from grader.service.workspace import Workspace
 from grader.store.database import Store
 from inference import DisaggregatedClient, load_config
 from inference.config import data_dir
 from inference.dashboard.failures import Failure, last_failure, load_failure
+from inference.dashboard.requests import PROMPT_PREFIX
 from inference.warmup import Warmup
 
 
@@ -56,6 +58,22 @@ def get_warmup() -> Warmup:
     return Warmup(get_client()).start()
 
 
+@st.cache_resource(show_spinner=False)
+def resume_models() -> int:
+    """Once per app process: the models' notes the store kept queued (the app was closed
+    while they were made) are taken up again; how many were waiting."""
+    waiting = models_waiting()
+    if waiting:
+        model_queue_for(get_workspace(), get_client())
+    return waiting
+
+
+def models_waiting() -> int:
+    """Grades whose models' notes are queued or being made now (in the store)."""
+    store = get_store()
+    return len(store.model_parts("queued")) + len(store.model_parts("running"))
+
+
 def anonymous() -> bool:
     """Whether names are hidden (the sidebar switch): pages pass it to every listing,
     report and export."""
@@ -84,6 +102,23 @@ def kept_selectbox(label: str, options: list[str], key: str, shared: str | None 
     return value
 
 
+def kept_widget(widget: Any, label: str, key: str, default: Any, *args: Any,
+                **kwargs: Any) -> Any:
+    """``widget`` (``st.checkbox``, ``st.number_input``, ...) whose value survives visits to
+    other pages and reloads: kept under ``{key}_kept`` for the session and as the store's
+    setting ``key`` for the next session (switching the models off stays off)."""
+    kept = f"{key}_kept"
+    if kept not in st.session_state:  # a new session: the value set last, or the default
+        st.session_state[kept] = get_store().setting(key, default)
+    if key not in st.session_state:  # dropped by Streamlit while another page was drawn
+        st.session_state[key] = st.session_state[kept]
+    value = widget(label, *args, key=key, **kwargs)
+    if value != st.session_state[kept]:
+        get_store().set_setting(key, value)
+    st.session_state[kept] = value
+    return value
+
+
 def _keep_anonymise() -> None:
     st.session_state["anonymise"] = st.session_state["_anonymise_switch"]
 
@@ -94,12 +129,14 @@ def sidebar() -> None:
     it.) The switch's value lives under ``anonymise``, not under the widget's key,
     so it survives page changes."""
     warm = get_warmup()
+    resume_models()
     with st.sidebar:
         st.toggle("Hide student names", key="_anonymise_switch", value=anonymous(),
                   on_change=_keep_anonymise,
                   help="Pseudonyms (Student 001, ...) replace names, ids and file names "
                        "on every page and in every export.")
-        st.fragment(_model_state, run_every=None if warm.done else 2.0)()
+        st.fragment(_model_state, run_every=None if warm.done and not models_waiting()
+                    else 2.0)()
 
 
 def _model_state() -> None:
@@ -112,7 +149,11 @@ def _model_state() -> None:
         _failure(st.error, failed, "Details of the loading failure")
     else:
         st.caption(warm.summary())
-    if failure := last_failure(get_client().history):
+    if waiting := models_waiting():
+        st.caption(f"The models' notes of {waiting} grade{'s' if waiting != 1 else ''} are "
+                   "being made, after the grades; the grades stand on the checks meanwhile.")
+    # grading's failures only: a Dashboard test prompt's is shown on the Dashboard
+    if failure := last_failure(get_client().history, skip_prefix=PROMPT_PREFIX):
         _failure(st.warning, failure, "Details of the failed request")
 
 

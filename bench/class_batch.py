@@ -10,6 +10,13 @@ default (``decode_batch = 4``: concurrent replies share one ``llama_decode`` per
 The last line is one JSON object with each wall time, ``models_over_plain_serial`` and
 ``models_over_plain_batched`` (wall with models over wall without: the goal is <= 3),
 the decode tokens and the largest decode batch seen.
+
+Grades first, models after (issue 33): the class is also graded as the app and the
+command line grade it, the model parts in a queue of their own behind the grades
+(``grader.service.model_queue``), and ``grades_first_ratio`` is the wall time from the
+batch's start to its last deterministic grade, with the models on, over the same class
+graded without models in the same run (target <= 1.25); ``models_done_s`` is when the
+last model part ended.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from pathlib import Path
 from grader.assignment import load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
+from grader.service.batch import grade_batch
+from grader.service.model_queue import ModelQueue
 
 from .report import emit, parser
 
@@ -63,6 +72,26 @@ def with_models(assignment, items: list[GradeInput], decode_batch: int,
             "model_errors": sum(1 for m in recent if m.error)}
 
 
+def grades_first(assignment, items: list[GradeInput], workers: int) -> dict[str, float]:
+    """The class graded grades first: (seconds to the last grade, to the last model part)."""
+    from inference import DisaggregatedClient, default_config
+
+    with tempfile.TemporaryDirectory() as tmp, DisaggregatedClient(
+            default_config(history_db=Path(tmp) / "h.db")) as client:
+        client.warm()
+        grader = Grader(assignment, GradeOptions(execute=True, use_llm=True), client=client)
+        queue = ModelQueue()
+        t0 = time.perf_counter()
+        result = grade_batch(grader, items, None, workers, models=queue)
+        grades_s = time.perf_counter() - t0
+        queue.wait(result.batch)
+        models_s = time.perf_counter() - t0
+        queue.stop()
+        view = queue.progress(result.batch)
+    return {"grades_s": round(grades_s, 1), "models_done_s": round(models_s, 1),
+            "model_parts": view.total, "model_parts_failed": view.failed}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, "4 notebooks instead of 10")
     ap.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1)
@@ -85,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     log.info("models, one reply at a time: %s", serial)
     batched = with_models(assignment, items, 4, args.workers)
     log.info("models, batched decode: %s", batched)
+    first = grades_first(assignment, items, args.workers)
+    log.info("grades first, models after: %s", first)
     emit({"notebooks": len(items), "workers": args.workers, "plain_wall_s": round(plain_s, 1),
           "serial_wall_s": serial["wall_s"], "batched_wall_s": batched["wall_s"],
           "models_over_plain_serial": round(serial["wall_s"] / plain_s, 2),
@@ -96,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
           "decode_tokens_serial": serial["decode_tokens"],
           "decode_tokens_batched": batched["decode_tokens"],
           "widest_batch": batched["widest_batch"],
-          "model_errors": serial["model_errors"] + batched["model_errors"]}, args.json)
+          "model_errors": serial["model_errors"] + batched["model_errors"],
+          "grades_first_s": first["grades_s"], "models_done_s": first["models_done_s"],
+          "grades_first_ratio": round(first["grades_s"] / plain_s, 2),
+          "model_parts": first["model_parts"],
+          "model_parts_failed": first["model_parts_failed"]}, args.json)
     return 0
 
 

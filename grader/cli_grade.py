@@ -2,7 +2,14 @@
 
     python -m grader grade ASSIGNMENT_DIR NOTEBOOK_OR_ZIP... [--no-llm] [--json]
                            [--out DIR] [--workers N] [--db PATH] [--no-exec] [--regrade]
-                           [--chunk N]
+                           [--chunk N] [--no-wait]
+
+Grades first, models after: each grade is made and printed (stderr) as its notebook's
+run ends; the model parts (layers 3 and 4) run after, from a queue of their own
+(``grader.service.model_queue``), and the command waits for them before it prints and
+exports the grades, unless ``--no-wait``: then the grades are printed and exported at
+once, their model parts left queued in ``--db`` for the app (or the next ``grade`` with
+that store) to complete; without ``--db`` they are not made, and the command says so.
 
 The uploads are read one notebook at a time (``grader.notebooks.stream``: a ZIP is read
 from disk, never whole), each notebook kept in the store (``--db``) as it is read, and the
@@ -22,6 +29,7 @@ cover the whole class. See grader/cli.py for the output and the exit statuses.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -44,16 +52,17 @@ from .notebooks.stream import NotebookRef, read_class
 from .pipeline import Grader
 from .points import points_text
 from .scoring import error_report
-from .service.batch import grade_class, stop_on_signals, stored_bytes
+from .service.batch import BatchResult, grade_class, stop_on_signals, stored_bytes
+from .service.model_queue import ModelProgressView, ModelQueue
 from .service.selfcheck import SelfCheck, check_assignment
-from .store.database import Store
+from .store.database import GradeRow, Store
 from .types import GradeReport
 
 __all__ = ["add_grade_command", "cmd_grade", "os_error", "summary"]
 
 log = logging.getLogger("grader.cli")
 LAYER_FIELDS = ("started_at", "finished_at", "prefill_tps", "decode_tps", "route",
-                "prompt_tokens", "cached_tokens", "parallel_efficiency")
+                "prompt_tokens", "cached_tokens", "parallel_efficiency", "pending", "not_run")
 Source = SubmissionFile | NotebookRef | InputProblem
 
 
@@ -86,6 +95,9 @@ def add_grade_command(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run student code without bubblewrap if it is missing (unsafe)",
     )
+    g.add_argument("--no-wait", action="store_true",
+                   help="print and export the grades without waiting for the models' notes "
+                        "(kept queued in --db for the app to complete)")
     g.add_argument("--no-check", action="store_true",
                    help="skip grading the assignment's own solution and template first")
     g.add_argument("--no-install", action="store_true",
@@ -118,6 +130,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {line}\n")
     grader = Grader(assignment, options, client=client)
     store = Store(Path(args.db)) if args.db else None
+    made: dict[object, GradeReport] = {}  # without a store: the grades with model parts
+    queue = ModelQueue(store, 0 if args.no_wait else 2,  # --no-wait: recorded, not run
+                       on_done=lambda work, full: made.__setitem__(work.key, full)
+                       ) if grader.llm is not None else None
     try:
         uploads = [(p, Path(p)) for p in args.inputs]
         with read_class(uploads, store.save_file if store is not None else None) as cls:
@@ -126,7 +142,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
                     if not args.no_check:
                         _print_check(check_assignment(assignment, options, grader.context))
                     result = grade_class(grader, cls, store, args.workers, _Bar(),
-                                         regrade=args.regrade, most=args.chunk)
+                                         regrade=args.regrade, most=args.chunk, models=queue)
+                    if queue is not None:
+                        if store is not None and not args.no_wait:  # left by a run before
+                            queue.resume(_same_assignment(store, grader))
+                        result = _models(queue, result, store, made, args)
             except GradingStopped as stop:
                 return _stopped(stop, cls.refs, args)
             problems, refs = cls.problems, cls.refs
@@ -145,6 +165,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 except (OSError, FontError) as exc:  # the grades are still printed below
                     export_error = exc
     finally:
+        if queue is not None:
+            queue.stop()
         if store is not None:
             store.close()
         if client is not None:
@@ -155,6 +177,46 @@ def cmd_grade(args: argparse.Namespace) -> int:
             export_error, FontError) else os_error(export_error, out_dir))
         return 2
     return 0 if all(r.status == "graded" for r in reports) else 1
+
+
+def _models(queue: ModelQueue, result: BatchResult, store: Store | None,
+            made: dict[object, GradeReport], args: argparse.Namespace) -> BatchResult:
+    """Wait for the batch's model parts (unless ``--no-wait``), showing their progress on
+    stderr; the batch's grades with them."""
+    left = queue.progress(result.batch)
+    if not left.total:
+        queue.wait()  # those an earlier run left, if any
+        return result
+    if args.no_wait:
+        where = (f"they stay queued in {args.db}: the app completes them when it starts"
+                 if store is not None else "without --db nothing keeps their queue: they are "
+                 "not made (grade again without --no-wait, or with --db)")
+        sys.stderr.write(f"{len(result.reports)} notebooks graded; the models' notes of "
+                         f"{left.total} are not waited for: {where}\n")
+        return result
+
+    def tick(p: ModelProgressView) -> None:
+        sys.stderr.write(f"{len(result.reports)} of {len(result.reports)} graded · "
+                         f"{p.words()}\n")
+        sys.stderr.flush()
+
+    queue.wait(result.batch, tick=tick)
+    queue.wait()  # and those of this assignment that an earlier run left queued
+    if store is not None:
+        reports = [store.get_report(g, overrides=False) for g in result.grade_ids]
+    else:
+        reports = [made.get(i, r) for i, r in enumerate(result.reports)]
+    return dataclasses.replace(result, reports=reports)
+
+
+def _same_assignment(store: Store, grader: Grader) -> Callable[[GradeRow], Grader | None]:
+    """The grader of the queued model parts it can make: its assignment's, its version's."""
+    a = grader.assignment
+
+    def grader_for(row: GradeRow) -> Grader | None:
+        same = store.assignment_name(row.assignment_id) == a.name
+        return grader if same and row.rubric_version == a.rubric.version else None
+    return grader_for
 
 
 class _Notebooks(Mapping[str, bytes]):

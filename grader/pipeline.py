@@ -3,6 +3,15 @@
     grader = Grader(load_assignment(Path("examples/retail-sales")))
     report = grader.grade_file(Path("submission.ipynb"))
 
+Grades first, models after: ``grade_first`` makes the deterministic grade (layers 1 and 2,
+the points, the letter's evidence) and, when the grader has models, marks layers 3 and 4
+*queued* in it (``details["pending"]``); ``add_models`` then runs the model layers for
+that grade, from the notebook's bytes and the grade's own layer 1 and 2 results (so a
+queue can run it later, after a restart), and returns the grade with its model parts.
+``grade`` does both at once. A model layer that does not run says why in the grade
+(``details["not_run"]``: the models were off, no engine was set up). Scoring never lets a
+queued or unrun layer count as a model's reading.
+
 Bad input (not a notebook, too large, ...) becomes a report with status
 "error" naming the file and the reason; it never stops a batch. A layer that
 crashes becomes a layer result with the error attached (see layers.base), and
@@ -20,6 +29,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inference import DisaggregatedClient
 
@@ -55,6 +65,7 @@ from .types import Flag, GradeReport, LayerResult
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, GradeReport], None]
+MODEL_LAYERS = ("L3", "L4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,16 @@ class GradeInput:
     @classmethod
     def from_submission(cls, sub: SubmissionFile) -> GradeInput:
         return cls(sub.name, sub.data, sub.student_id, sub.display_name, sub.notes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A notebook read for grading (``Grader._context``)."""
+
+    ctx: SubmissionContext
+    flags: list[Flag]  # raised by reading it (upload notes, replaced text, language)
+    unlike: Flag | None  # little in common with the template
+    hits: list[Any]  # text aimed at the grader in its sources
 
 
 def default_layers() -> list[Layer]:
@@ -127,9 +148,51 @@ class Grader:
         self._emit(GradeEvent(item.name, "reused", report=report))
 
     def grade(self, item: GradeInput) -> GradeReport:
+        """The complete grade: deterministic, then the model layers (when it has them)."""
+        first = self.grade_first(item)
+        return self.add_models(item, first) if self.models_pending(first) else first
+
+    def grade_first(self, item: GradeInput) -> GradeReport:
+        """The deterministic grade; the model layers queued in it when the grader has them."""
         self._emit(GradeEvent(item.name, "start"))
         report = self._grade(item)
         self._emit(GradeEvent(item.name, "done", report=report))
+        return report
+
+    def models_pending(self, report: GradeReport) -> bool:
+        """Whether ``report`` waits for its model parts (``add_models``)."""
+        return self.llm is not None and report.status == "graded" and any(
+            lr.details.get("pending") for name, lr in report.layers.items()
+            if name in MODEL_LAYERS)
+
+    def add_models(self, item: GradeInput, first: GradeReport) -> GradeReport:
+        """``first`` (``grade_first``'s grade of ``item``) with its model parts: layers 3
+        and 4 run on the notebook and on ``first``'s own layer 1 and 2 results, and the
+        points are reconciled again (they move only where a route is trusted to judge).
+        Never raises for the models: a failed layer is in the grade, with its error."""
+        if self.llm is None or "L1" not in first.layers or "L2" not in first.layers:
+            return first
+        self._emit(GradeEvent(item.name, "models"))
+        made = self._context(item)
+        if isinstance(made, GradeReport):  # read once, so read again: cannot happen
+            return first
+        ctx, flags = made.ctx, made.flags
+        l1, l2 = first.layers["L1"], first.layers["L2"]
+
+        def tokens(layer: str, piece: str) -> None:
+            self._emit(GradeEvent(item.name, "tokens", layer, piece))
+
+        llm = self.llm.run(ctx, l1, l2, set(ctx.flagged),
+                           tokens if self.events is not None else None,
+                           lambda layer: self._emit(GradeEvent(item.name, "sent", layer)))
+        for name in MODEL_LAYERS:  # a layer with nothing to read: said, not left out
+            llm.setdefault(name, LayerResult(name, details={"not_run": "nothing_to_send"}))
+        for result in llm.values():
+            self._emit_layer(item.name, result)
+        layers = {k: v for k, v in first.layers.items() if k not in MODEL_LAYERS} | llm
+        report = self._report(item, ctx, layers, flags)
+        report.created_at = first.created_at or report.created_at
+        self._emit(GradeEvent(item.name, "models_done", report=report))
         return report
 
     def _run_layer(self, layer: Layer, ctx: SubmissionContext, name: str) -> LayerResult:
@@ -141,97 +204,85 @@ class Grader:
         ok = [c for c in result.checks if c.status == "ok"]
         text = result.error or (f"{len(ok)} of {len(result.checks)} checks evaluated"
                                 if result.checks else "; ".join(result.notes[:1]))
+        if why := result.details.get("not_run"):
+            text = f"not run: {why}"  # the code, said in words by the views
         self._emit(GradeEvent(name, "layer", result.layer, text, result.seconds,
                               bool(result.error)))
 
-    def _grade(self, item: GradeInput) -> GradeReport:
+    def _context(self, item: GradeInput) -> _Read | GradeReport:
+        """The notebook read, matched to the template and scanned for text aimed at the
+        grader (set aside before any layer reads an answer), with the flags reading it
+        raised; or the error report of a file that is no notebook."""
         rubric = self.assignment.rubric
         try:
             loaded = load_checked(item.data, item.name)
         except NotebookError as exc:
             log.info("refused %s: %s", item.name, exc.reason)
-            return error_report(
-                rubric,
-                item.name,
-                self.assignment.name,
-                str(exc),
-                item.sha256,
-                item.student_id,
-                item.display_name,
-            )
+            return error_report(rubric, item.name, self.assignment.name, str(exc),
+                                item.sha256, item.student_id, item.display_name)
         nb, raw = loaded.notebook, loaded.node
         flags = [Flag("upload_note", note) for note in item.notes]
         if (replaced := loaded.flag()) is not None:
             flags.append(replaced)
         if nb.language != rubric.language:
-            flags.append(
-                Flag(
-                    "language_mismatch",
-                    f"the notebook looks like {nb.language} but "
-                    f"the assignment is {rubric.language}; graded as "
-                    f"{rubric.language}",
-                )
-            )
+            flags.append(Flag("language_mismatch", f"the notebook looks like {nb.language} "
+                              f"but the assignment is {rubric.language}; graded as "
+                              f"{rubric.language}"))
             nb = dataclasses.replace(nb, language=rubric.language)
-        match = match_template(
-            self.context.template, nb, self.placeholders, self.context.solution
-        )
-        fit = template_fit(self.context.template, nb, match)
-        unlike = unlike_template_flag(fit, self.assignment.name)
+        match = match_template(self.context.template, nb, self.placeholders,
+                               self.context.solution)
+        unlike = unlike_template_flag(template_fit(self.context.template, nb, match),
+                                      self.assignment.name)
         ctx = SubmissionContext(self.context, nb, raw, match, self.options)
         # Every place a model or an instructor reads: cells (template cells by what the
-        # student added), metadata and attachments now, so that the blocks of text aimed
-        # at the grader are set aside before any layer reads an answer; stored outputs and
-        # our run's once layer 2 ran.
+        # student added), metadata and attachments now; stored outputs and our run's once
+        # layer 2 ran.
         hits = scan_context_sources(ctx)
         ctx.flagged = injection_blocks(nb, hits)
+        return _Read(ctx, flags, unlike, hits)
+
+    def _grade(self, item: GradeInput) -> GradeReport:
+        made = self._context(item)
+        if isinstance(made, GradeReport):
+            return made
+        ctx, flags, unlike = made.ctx, made.flags, made.unlike
         layers = {layer.name: self._run_layer(layer, ctx, item.name) for layer in self.layers}
         if unlike is not None:  # likely another assignment's notebook: scoring gates it
             (layers["L1"].flags if "L1" in layers else flags).append(unlike)
-        hits += scan_context_outputs(ctx, fresh_outputs(ctx.execution) if ctx.execution
-                                     else None)
+        hits = made.hits + scan_context_outputs(ctx, fresh_outputs(ctx.execution)
+                                                if ctx.execution else None)
         flag = injection_flag(hits)
         if flag is not None and "L1" in layers:  # a layer-1 finding: scoring sees it
             layers["L1"].flags.append(flag)
-        if self.llm is not None and "L1" in layers and "L2" in layers:
-            # Text aimed at the grader is flagged for the instructor and left out of
-            # what the models read, block by block.
-            excluded = set(ctx.flagged)
-            def tokens(layer: str, piece: str) -> None:
-                self._emit(GradeEvent(item.name, "tokens", layer, piece))
+        for name in MODEL_LAYERS:  # what the model layers will do, or why they will not
+            layers[name] = LayerResult(name, details=self._model_plan())
+        return self._report(item, ctx, layers, flags)
 
-            llm = self.llm.run(ctx, layers["L1"], layers["L2"], excluded,
-                               tokens if self.events is not None else None)
-            for result in llm.values():
-                self._emit_layer(item.name, result)
-            layers.update(llm)
-        report = build_report(
-            rubric,
-            item.name,
-            nb.sha256,
-            self.assignment.name,
-            layers,
-            item.student_id,
-            item.display_name,
-        )
+    def _model_plan(self) -> dict[str, object]:
+        if self.llm is not None:
+            return {"pending": True}
+        return {"not_run": "models_off" if not self.options.use_llm else "no_client"}
+
+    def _report(self, item: GradeInput, ctx: SubmissionContext,
+                layers: dict[str, LayerResult], flags: list[Flag]) -> GradeReport:
+        report = build_report(self.assignment.rubric, item.name, ctx.submission.sha256,
+                              self.assignment.name, layers, item.student_id,
+                              item.display_name)
         report.flags[:0] = flags
-        log.info(
-            "graded %s: %s/%s, %d flags, review: %s",
-            item.name,
-            report.score,
-            report.max_score,
-            len(report.flags),
-            report.needs_review or "none",
-        )
+        log.info("graded %s: %s/%s, %d flags, review: %s", item.name, report.score,
+                 report.max_score, len(report.flags), report.needs_review or "none")
         return report
 
     def grade_file(self, path: Path) -> GradeReport:
         return self.grade(GradeInput.from_path(path))
 
     def grade_many(
-        self, items: Sequence[GradeInput], workers: int = 1, progress: Progress | None = None
+        self, items: Sequence[GradeInput], workers: int = 1, progress: Progress | None = None,
+        models: bool = True,
     ) -> list[GradeReport]:
         """Grade in ``workers`` threads; reports in input order; progress after each.
+        ``models`` false: the deterministic grades only (``grade_first``), their model
+        layers queued in them for ``add_models`` (a model queue runs them after).
         Once the process stops its runs (SIGTERM, ``grader.sandbox.stopping``), no notebook
         starts and a report made during the stop is dropped (its run may have been
         killed): GradingStopped, holding the reports made before."""
@@ -243,7 +294,7 @@ class Grader:
             nonlocal done
             if stopping():
                 return
-            report = self.grade(items[i])
+            report = self.grade(items[i]) if models else self.grade_first(items[i])
             with lock:
                 if stopping():
                     return

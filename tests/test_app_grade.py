@@ -127,6 +127,23 @@ def test_creating_from_an_old_rubric_lists_what_was_imported_and_keeps_the_title
         "Lesson 7: Strings and dates (R) - Fall 2026"
 
 
+def _results(at):
+    """The results table (each student's grade), wherever the page put it."""
+    return next(d.value for d in at.dataframe if "file" in d.value.columns)
+
+
+def _models_in(at, timeout: float = 900.0):
+    """Draw the page again until the models' notes of the batch are in (they come after
+    the grades, from a queue of their own): the app as the instructor then sees it."""
+    deadline = time.monotonic() + timeout
+    while not any("models' notes of all" in s.value for s in at.success):
+        assert time.monotonic() < deadline, [p.value for p in at.get("progress")]
+        time.sleep(2)
+        at.run(timeout=120)
+        assert not at.exception, at.exception
+    return at
+
+
 @pytest.mark.llm
 @pytest.mark.slow
 def test_sample_graded_with_the_models_shows_evidence_and_measured_requests(app_data):
@@ -138,10 +155,12 @@ def test_sample_graded_with_the_models_shows_evidence_and_measured_requests(app_
     live = status.dataframe[0].value  # the live table of layers, as the job left it
     assert live["state"][0] == "graded"
     assert all(live[layer][0].startswith("done in ") for layer in (
-        "Structure (L1)", "Run in the sandbox (L2)", "Code analysis (L3)",
-        "Written feedback (L4)"))
-    results = at.dataframe[1].value
+        "Structure (L1)", "Run in the sandbox (L2)"))
+    # grades first: the grade is shown (and stored) before the models have read it
+    assert not live["Code analysis (L3)"][0].startswith("done in ")
+    results = _results(at)
     assert 0 < results["score"][0] < 20
+    _models_in(at)
     requests = next(d.value for d in at.dataframe if "prefill tok/s" in d.value.columns)
     assert set(requests["layer"]) == {"L3", "L4"}
     assert (requests["prefill tok/s"] > 0).all()
@@ -158,8 +177,8 @@ def test_a_failing_model_layer_sends_criteria_to_review(app_data, tmp_path, monk
     config.write_text(f'[models.broken]\npath = "{broken}"\n\n[roles.code]\nmodel = "broken"\n'
                       '\n[roles.feedback]\nmodel = "broken"\n')
     monkeypatch.setenv("GRADER_CONFIG", str(config))
-    at = _grade_sample("complete.ipynb")
-    results = at.dataframe[1].value
+    at = _models_in(_grade_sample("complete.ipynb"))
+    results = _results(at)
     assert results["score"][0] == 20  # deterministic evidence stands
     assert results["needs review"][0]  # but the criteria the models could not read go to review
     layers = next(d.value for d in at.dataframe if "seconds" in d.value.columns)
@@ -327,3 +346,33 @@ def test_a_notebook_of_another_assignment_is_warned_about(app_data):
     assert len(warned) == 1
     assert "of r-joins's template" in warned[0]
     assert "is it a notebook of another assignment?" in warned[0]
+
+
+def test_switching_the_models_off_stays_off_across_pages_and_reloads(app_data):
+    """Issue 33: the switch turned itself back on after a visit to another page, and the
+    next notebook took three minutes of models instead of seconds."""
+    at = open_app(PAGE)
+    at.checkbox(key="grade_llm").set_value(False).run()
+    for page in ("app_pages/review.py", "app_pages/dashboard.py", PAGE):
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, at.exception
+    assert at.checkbox(key="grade_llm").value is False
+    again = open_app(PAGE)  # a reload: a new session, the same store
+    assert again.checkbox(key="grade_llm").value is False
+    assert again.checkbox(key="grade_execute").value is True  # never changed: the default
+    again.selectbox(key="grade_assignment").set_value("retail-sales").run()
+    again.multiselect(key="grade_samples").set_value(["partial.ipynb"])
+    again.checkbox(key="grade_execute").set_value(False)
+    again.button(key="grade_run").click().run()
+    assert not again.exception, again.exception
+    live = again.status[0].dataframe[0].value
+    assert live["Code analysis (L3)"][0] == "off"  # said off, and true: no request was made
+    store = Store(app_data / "grader.db")
+    try:
+        (grade,) = store.list_grades(store.assignment_id("retail-sales"))
+        report = store.get_report(grade.id)
+        assert report.layers["L3"].details == {"not_run": "models_off"}
+        assert store.model_parts() == []
+    finally:
+        store.close()

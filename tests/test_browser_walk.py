@@ -216,7 +216,7 @@ def _create_from_files(page) -> None:
     # the form is empty again: the next assignment starts from nothing of this one's
     assert form.get_by_label("Title").input_value() == ""
     expect(form.get_by_test_id("stFileChip")).to_have_count(0)
-    assert _picked(page) == f"{TITLE} ({SHORT}, python)"
+    assert _picked(page) == f"{TITLE} ({SHORT}, Python)"
     page.get_by_text("Create an assignment from files").click()  # folded away again
     wait_idle(page)
 
@@ -239,7 +239,8 @@ def _grade_with_a_reload(page, tmp: Path) -> list[str]:
     wait_idle(page)
     page.get_by_test_id("stExpander").filter(has_text="Options").locator("summary").click()
     page.get_by_test_id("stCheckbox").filter(has_text="Model analysis").locator("label").click()
-    expect(page.get_by_label("Model analysis and feedback (L3, L4)")).not_to_be_checked()
+    expect(page.get_by_label("Model analysis and feedback (L3, L4)", exact=True)
+           ).not_to_be_checked()
     wait_idle(page)  # without the models: the walk runs in minutes on 2 cores
     page.get_by_role("button", name="Grade", exact=True).click()
 
@@ -264,11 +265,11 @@ def _grade_with_a_reload(page, tmp: Path) -> list[str]:
         raise AssertionError("after the reload the page does not follow the batch (or the "
                              "batch ended before the page was drawn again)") from None
     expect(page.get_by_text(re.compile(r"^\d of 8 notebooks graded$"))).to_be_visible()
-    assert _picked(page) == f"{TITLE} ({SHORT}, python)"  # the batch's, not the example
+    assert _picked(page) == f"{TITLE} ({SHORT}, Python)"  # the batch's, not the example
     expect(page.get_by_text(f"Graded 8 of 8 notebooks of “{TITLE}” ({SHORT})")).to_be_visible(
         timeout=300_000)
     wait_idle(page)
-    assert _picked(page) == f"{TITLE} ({SHORT}, python)"
+    assert _picked(page) == f"{TITLE} ({SHORT}, Python)"
     (results, *_) = _tables(page, tmp / "tables")
     assert sorted(r["student"] for r in results) == sorted(s for s, _, _ in STUDENTS)
     assert {r["score"] for r in results if r["student"] == "quillzephyr"} == {"20"}
@@ -293,7 +294,7 @@ def _edit_the_rubric_and_regrade(page, into: Path) -> None:
     from playwright.sync_api import expect
 
     _go(page, "Rubrics")
-    assert _picked(page) == f"{TITLE} ({SHORT}, python)"
+    assert _picked(page) == f"{TITLE} ({SHORT}, Python)"
     rubric = json.loads((ROOT / "rubrics" / "retail-sales.json").read_text("utf-8"))
     row = [c["id"] for c in rubric["criteria"]].index("runs-clean") + 1  # 1 point
     editor = page.locator("[data-testid=stDataFrame]:visible").first  # the criteria

@@ -23,6 +23,7 @@ from grader.service.results import results_in_force
 from grader.service.shelf import ARCHIVE_FILE, archive, delete, grade_count, restore
 from grader.service.workspace import Upload, Workspace, made_from
 from grader.store.database import Store
+from grader.types import LayerResult
 from grader.views.progress import ProgressBoard
 from inference import RequestMetrics
 from inference.metrics import MetricsHistory
@@ -39,11 +40,28 @@ class Clock:
         return self.now
 
 
-def _to_model_layers(board: ProgressBoard, clock: Clock, name: str) -> None:
+def _to_l2(board: ProgressBoard, clock: Clock, name: str) -> None:
     board.apply(GradeEvent(name, "start"))
     clock.now += 2
     board.apply(GradeEvent(name, "layer", "L1", "8 of 8", 0.2))
     board.apply(GradeEvent(name, "layer", "L2", "8 of 8", 1.5))
+
+
+def _to_model_layers(board: ProgressBoard, clock: Clock, name: str) -> None:
+    """A notebook graded, its grade stored, its model part begun: both requests sent."""
+    _to_l2(board, clock, name)
+    board.apply(GradeEvent(name, "done", report=_pending()))
+    board.apply(GradeEvent(name, "models"))
+    board.apply(GradeEvent(name, "sent", "L3"))
+    board.apply(GradeEvent(name, "sent", "L4"))
+
+
+def _pending():
+    """A real report whose model layers are queued behind it (grades first)."""
+    report = _report()
+    layers = {**report.layers, **{n: LayerResult(n, details={"pending": True})
+                                  for n in ("L3", "L4")}}
+    return dataclasses.replace(report, layers=layers)
 
 
 def test_a_model_done_writing_is_said_replied_not_writing():
@@ -88,7 +106,7 @@ def test_the_estimate_is_measured_and_none_is_made_up():
     board = ProgressBoard(models=False, clock=clock)
     board.set_total(6)
     assert board.snapshot().estimate() == "No estimate yet: no notebook has started."
-    _to_model_layers(board, clock, "a.ipynb")
+    _to_l2(board, clock, "a.ipynb")
     clock.now += 298  # five minutes on the first notebook
     assert board.snapshot().estimate() == (
         "No estimate yet: none of the 6 notebooks has finished; the first has run for "

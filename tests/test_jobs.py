@@ -19,7 +19,7 @@ from grader.rubrics.schema import with_criteria
 from grader.service.jobs import interrupted_batches, start_grading, start_regrading, start_resuming
 from grader.service.review import ReviewFilter, find_grades, regrade, regrade_rows, submission_cells
 from grader.service.workspace import Upload, Workspace
-from grader.types import LayerResult
+from grader.types import GradeReport, LayerResult
 from grader.views.progress import STREAM_CHARS, ProgressBoard
 from grader.views.reports import diff_rows, downloads, notebook_cells, result_rows
 from tests.killed_grader import killed_batch, stored_batch_items
@@ -33,31 +33,47 @@ def _up(kind: str, name: str | None = None) -> Upload:
     return Upload(name or f"{kind}.ipynb", (SUBS / f"{kind}.ipynb").read_bytes())
 
 
+def _pending() -> GradeReport:
+    """A report whose model layers are queued behind it (grades first, models after)."""
+    return GradeReport("x.ipynb", "", "retail-sales", "1", "graded", 1.0, 2.0, layers={
+        n: LayerResult(n, details={"pending": True}) for n in ("L3", "L4")})
+
+
 def test_board_folds_events_from_many_threads():
     board = ProgressBoard()
     board.set_total(2)
 
-    def notebook(name: str) -> None:
+    def grading(name: str) -> None:  # in its sandbox run
         board.apply(GradeEvent(name, "start"))
+        board.apply(GradeEvent(name, "layer", "L1", "8 of 8", 0.5))
+
+    def models(name: str) -> None:  # graded, its grade stored; its models write
+        grading(name)
+        board.apply(GradeEvent(name, "layer", "L2", "8 of 8", 2.0))
+        board.apply(GradeEvent(name, "done", report=_pending()))
+        board.apply(GradeEvent(name, "models"))
+        board.apply(GradeEvent(name, "sent", "L3"))
         for _ in range(500):
             board.apply(GradeEvent(name, "tokens", "L3", "ab"))
-        board.apply(GradeEvent(name, "layer", "L1", "8 of 8", 0.5))
         board.apply(GradeEvent(name, "layer", "L3", "BackendError: down", 1.0, error=True))
 
-    threads = [threading.Thread(target=notebook, args=(n,)) for n in ("a.ipynb", "b.ipynb")]
+    threads = [threading.Thread(target=grading, args=("a.ipynb",)),
+               threading.Thread(target=models, args=("b.ipynb",))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     snap = board.snapshot()
     assert snap.total == 2
-    assert snap.done == 0
-    assert snap.fraction == 0.0
+    assert snap.done == 1
+    assert snap.fraction == 0.5
+    assert snap.model_counts() == (0, 1)  # b's notes are being written
     rows = {r["notebook"]: r for r in snap.rows()}
     assert rows["a.ipynb"]["Structure (L1)"] == "done in 0.5 s"
     assert rows["a.ipynb"]["Run in the sandbox (L2)"] == "running"  # L1 ended, L2 has not
-    assert rows["a.ipynb"]["Written feedback (L4)"] == "waiting"  # L2 has not ended
+    assert rows["a.ipynb"]["Written feedback (L4)"] == ""  # after its grade, not yet
     assert rows["b.ipynb"]["Code analysis (L3)"] == "failed: BackendError: down"
+    assert rows["b.ipynb"]["Written feedback (L4)"] == "preparing"  # never sent: not reading
     assert "running the notebook in the sandbox" in snap.headline()
     assert "a.ipynb" not in snap.headline(hide_names=True)
     nb = snap.current()
@@ -74,15 +90,27 @@ def test_board_says_in_words_what_each_layer_does():
     board.apply(GradeEvent("a.ipynb", "start"))
     board.apply(GradeEvent("a.ipynb", "layer", "L1", "8 of 8", 0.2))
     board.apply(GradeEvent("a.ipynb", "layer", "L2", "8 of 8", 3.0))
+    board.apply(GradeEvent("a.ipynb", "done", report=_pending()))
+    assert board.snapshot().rows()[0]["Code analysis (L3)"] == "queued after the grades"
+    assert board.snapshot().progress_words() == (
+        "1 of 1 notebooks graded · model notes 0 of 1 (no estimate before the first ends)")
+    board.apply(GradeEvent("a.ipynb", "models"))
+    board.apply(GradeEvent("a.ipynb", "sent", "L3"))
+    board.apply(GradeEvent("a.ipynb", "sent", "L4"))
     for _ in range(7):
         board.apply(GradeEvent("a.ipynb", "tokens", "L3", '"strength": "'))
     row = board.snapshot().rows()[0]
     assert row["Code analysis (L3)"] == "writing (7 tokens)"
-    assert row["Written feedback (L4)"] == "running"
+    assert row["Written feedback (L4)"] == "reading"  # sent, nothing written yet
     headline = board.snapshot().headline()
     assert "the code model is writing (7 tokens)" in headline
     assert "the feedback model is reading" in headline
     assert '"strength"' not in headline + " ".join(row.values())  # no raw model JSON
+    board.apply(GradeEvent("a.ipynb", "layer", "L4", "not run: nothing_to_send", 0.0))
+    assert board.snapshot().rows()[0]["Written feedback (L4)"] == (
+        "not run: there was nothing of the student's own for it to read")
+    board.apply(GradeEvent("a.ipynb", "models_done", report=_pending()))
+    assert board.snapshot().model_counts() == (1, 1)
     off = ProgressBoard(models=False)
     off.apply(GradeEvent("b.ipynb", "start"))
     assert off.snapshot().rows()[0]["Code analysis (L3)"] == "off"
@@ -102,7 +130,8 @@ def test_job_grades_good_files_names_bad_ones_and_saves_everything(ws: Workspace
     assert len(r.reports) == 2
     assert all(g > 0 for g in r.grade_ids)
     assert {p.file: p.reason.split(":")[0] for p in r.problems} == {
-        "student044.ipynb": "not JSON", "notes.txt": "not a notebook (.ipynb) or a ZIP"}
+        "student044.ipynb": "not a readable notebook (not JSON)",
+        "notes.txt": "not a notebook (.ipynb) or a ZIP"}
     assert seen == sorted(seen)  # progress never goes back
     final = job.board.snapshot()
     assert final.done == final.total == 2

@@ -357,7 +357,7 @@ def test_opening_a_version_1_database_migrates_it(tmp_path: Path) -> None:
     conn.close()
 
     with Store(path) as s:
-        assert count(path, "PRAGMA user_version") == SCHEMA_VERSION == 6
+        assert count(path, "PRAGMA user_version") == SCHEMA_VERSION == 8
         [row] = s.list_grades(1, flag="template_modified")  # flags backfilled from the JSON
         assert row.display_name == "Jane Doe"
         assert s.get_report(row.id) == dataclasses.replace(report, student_id="doejane",

@@ -123,10 +123,16 @@ class LLMLayers:
 
     def run(self, ctx: SubmissionContext, l1: LayerResult, l2: LayerResult,
             excluded: set[tuple[str, int]],
-            on_token: Callable[[str, str], None] | None = None) -> dict[str, LayerResult]:
-        """``on_token(layer, piece)`` sees the greedy requests' text as it is decoded."""
+            on_token: Callable[[str, str], None] | None = None,
+            on_sent: Callable[[str], None] | None = None) -> dict[str, LayerResult]:
+        """``on_token(layer, piece)`` sees the greedy requests' text as it is decoded;
+        ``on_sent(layer)`` hears of each layer whose requests go to the models (a layer
+        with nothing to send is never said to be reading)."""
         t0 = time.perf_counter()
         planned = self.plan(ctx, l1, l2, excluded)
+        for name, p in planned.items():
+            if on_sent is not None and not isinstance(p, Exception):
+                on_sent(name)
         out = {name: LayerResult(name, error=f"{type(p).__name__}: {p}")
                for name, p in planned.items() if isinstance(p, Exception)}
         plans = [p for ps in planned.values() if not isinstance(ps, Exception) for p in ps]

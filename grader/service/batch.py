@@ -35,6 +35,7 @@ from ..sandbox.stopping import stop_runs, wait_for_runs
 from ..store.batch_owner import HEARTBEAT_S
 from ..store.database import Store
 from .chunks import BatchResult, ChunkRun, Fetch, store_ids
+from .model_queue import ModelQueue
 from .sizing import chunk_budget, chunks, memory_available
 
 __all__ = ["BatchResult", "Item", "batch_class", "grade_batch", "grade_class", "grade_items",
@@ -52,6 +53,7 @@ def grade_batch(
     workers: int = 1,
     progress: Progress | None = None,
     regrade: bool = False,
+    models: ModelQueue | None = None,
 ) -> BatchResult:
     """Grade ``items`` (their bytes in hand) as one batch; with a store, their bytes are
     kept first, so that a batch stopped half-way can resume from the store."""
@@ -60,7 +62,7 @@ def grade_batch(
         for ref in refs:
             store.save_file(ref.sha256, data[(ref.name, ref.sha256)])
     return grade_refs(grader, refs, lambda r: data[(r.name, r.sha256)], store, workers,
-                      progress, regrade)
+                      progress, regrade, models=models)
 
 
 def resume_batch(
@@ -91,7 +93,7 @@ def resume_batch(
 
 def grade_class(grader: Grader, uploads: ClassUploads, store: Store | None = None,
                 workers: int = 1, progress: Progress | None = None, regrade: bool = False,
-                most: int | None = None) -> BatchResult:
+                most: int | None = None, models: ModelQueue | None = None) -> BatchResult:
     """Grade a class read with ``grader.notebooks.stream.read_class`` (with a store, each
     notebook kept there as it was read). An interrupted batch of exactly these notebooks
     under this rubric version is taken over and continued (not with ``regrade``);
@@ -104,18 +106,19 @@ def grade_class(grader: Grader, uploads: ClassUploads, store: Store | None = Non
             log.info("continuing batch %d", batch_id)
     fetch = uploads.read if store is None else stored_bytes(store)
     return grade_refs(grader, uploads.refs, fetch, store, workers, progress, regrade,
-                      batch_id=batch_id, most=most)
+                      batch_id=batch_id, most=most, models=models)
 
 
 def grade_items(grader: Grader, items: Sequence[Item], store: Store, workers: int = 1,
-                regrade: bool = False) -> BatchResult:
+                regrade: bool = False, models: ModelQueue | None = None) -> BatchResult:
     """``items`` graded as a new batch: notebooks the store keeps (``NotebookRef``, fetched a
     chunk at a time), or notebooks in hand (``GradeInput``)."""
     refs = [i for i in items if isinstance(i, NotebookRef)]
     if len(refs) == len(items):
-        return grade_refs(grader, refs, stored_bytes(store), store, workers, regrade=regrade)
+        return grade_refs(grader, refs, stored_bytes(store), store, workers, regrade=regrade,
+                          models=models)
     return grade_batch(grader, [i for i in items if isinstance(i, GradeInput)], store, workers,
-                       regrade=regrade)
+                       regrade=regrade, models=models)
 
 
 def batch_class(store: Store, batch_id: int) -> tuple[list[NotebookRef], list[InputProblem]]:
@@ -156,12 +159,14 @@ def resumable_batch(store: Store, grader: Grader, refs: Sequence[NotebookRef]) -
 def grade_refs(grader: Grader, refs: Sequence[NotebookRef], fetch: Fetch,
                store: Store | None = None, workers: int = 1, progress: Progress | None = None,
                regrade: bool = False, *, batch_id: int | None = None,
-               chunk_bytes: int | None = None, most: int | None = None) -> BatchResult:
+               chunk_bytes: int | None = None, most: int | None = None,
+               models: ModelQueue | None = None) -> BatchResult:
     """Grade ``refs`` in chunks (see the module). ``batch_id``: a batch of the store to
     continue (claimed by the caller), whose items ``refs`` must all be; ``chunk_bytes``:
     the bytes of notebooks a chunk may hold (default ``chunk_budget`` from the memory
-    available now); ``most``: at most this many notebooks a chunk."""
-    run = ChunkRun(grader, refs, fetch, store, workers, progress, regrade)
+    available now); ``most``: at most this many notebooks a chunk; ``models``: grades
+    first, their model parts to this queue (without one, each grade is made whole)."""
+    run = ChunkRun(grader, refs, fetch, store, workers, progress, regrade, models)
     if chunk_bytes is None:
         execute = grader.options.execute
         chunk_bytes = chunk_budget(memory_available(), workers,
@@ -176,7 +181,7 @@ def grade_refs(grader: Grader, refs: Sequence[NotebookRef], fetch: Fetch,
         with _owned(store, batch_id, run.pending):
             run.chunks(plan)
     return BatchResult([r for r in run.reports if r is not None], batch_id, run.reused,
-                       [g for g in run.grade_ids if g is not None])
+                       [g for g in run.grade_ids if g is not None], run.batch)
 
 
 def stored_bytes(store: Store) -> Fetch:

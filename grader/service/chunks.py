@@ -34,6 +34,7 @@ from ..rubrics.schema import dumps
 from ..sandbox.stopping import stopping
 from ..store.database import GradeRow, Store
 from ..types import Flag, GradeReport
+from .model_queue import ModelQueue, ModelWork, deterministic
 
 __all__ = ["BatchResult", "ChunkRun", "Fetch", "store_ids"]
 
@@ -48,6 +49,7 @@ class BatchResult:
     batch_id: int | None
     reused: int  # reports taken from the store (or an earlier notebook) instead of grading
     grade_ids: list[int] = field(default_factory=list)  # with a store: each report's grade
+    batch: object = None  # the batch as the model queue counts it (its id with a store)
 
 
 def store_ids(store: Store, grader: Grader) -> tuple[int, int]:
@@ -63,9 +65,11 @@ class ChunkRun:
 
     def __init__(self, grader: Grader, refs: Sequence[NotebookRef], fetch: Fetch,
                  store: Store | None, workers: int, progress: Progress | None,
-                 regrade: bool) -> None:
+                 regrade: bool, models: ModelQueue | None = None) -> None:
         self.grader, self.refs, self.fetch, self.store = grader, refs, fetch, store
         self.workers, self.progress, self.regrade = workers, progress, regrade
+        self.models = models  # grades first: the model parts go there, after the grades
+        self.batch: object = object()  # the batch, as the model queue counts it
         self.reports: list[GradeReport | None] = [None] * len(refs)
         self.grade_ids: list[int | None] = [None] * len(refs)
         self.done = self.reused = 0
@@ -104,6 +108,7 @@ class ChunkRun:
         self.items = [queues[(r.name, r.sha256)].pop(0) if queues.get((r.name, r.sha256))
                       else (None, None) for r in self.refs]
         self.pending = any(i.status != "done" for i in rows)
+        self.batch = batch_id
         return batch_id
 
     def chunks(self, plan: Sequence[range]) -> None:
@@ -143,7 +148,8 @@ class ChunkRun:
             self.finish(i, report, grade_id, reused=False)
 
         try:
-            self.grader.grade_many(inputs, self.workers, saved)
+            with deterministic():  # the model parts wait while grades are made
+                self.grader.grade_many(inputs, self.workers, saved, models=self.models is None)
         except GradingStopped as stop:  # the batch is interrupted: every report it has
             raise GradingStopped(stop.why, [r for r in self.reports if r is not None]
                                  ) from None
@@ -208,7 +214,21 @@ class ChunkRun:
             self.store.carry_overrides(grade_id)
         return grade_id
 
+    def queue_models(self, i: int, report: GradeReport, grade_id: int | None) -> None:
+        """Grades first: notebook ``i``'s model part to the model queue, when it waits for
+        one (its notebook is fetched again when the part runs)."""
+        if self.models is None or not self.grader.models_pending(report):
+            return
+        ref = self.refs[i]
+        self.models.add(ModelWork(
+            self.grader, lambda: GradeInput(ref.name, self.fetch(ref), ref.student_id,
+                                            ref.display_name, ref.notes),
+            grade_id, None if grade_id is not None else report, key=i, batch=self.batch,
+            content=ref.sha256), {"samples": self.grader.options.llm_samples})
+
     def finish(self, i: int, report: GradeReport, grade_id: int | None, reused: bool) -> None:
+        if not reused or self.made.get(self.refs[i].sha256) is not None:
+            self.queue_models(i, report, grade_id)  # made here, or a copy of one made here
         self.reports[i], self.grade_ids[i] = report, grade_id
         self.done += 1
         if reused:

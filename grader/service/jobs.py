@@ -50,6 +50,8 @@ from ..store.database import BatchRow, GradeRow, Store
 from ..types import GradeReport
 from ..views.progress import BoardSnapshot, ProgressBoard
 from .batch import BatchResult, Item, batch_class, grade_items, grade_refs, stored_bytes
+from .model_runs import model_queue_for
+from .unread import record_unread
 from .workspace import Upload, Workspace
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ class JobResult:
     title: str = ""  # the assignment's title (for the downloads)
     # Notebooks with little in common with the assignment's template: (grade id, fit)
     unlike: list[tuple[int, str]] = field(default_factory=list)  # (grade id, why)
+    batch: object = None  # the batch, as the model queue counts its model parts
 
     def stored(self, store: Store, anonymous: bool = False) -> list[tuple[int, GradeReport]]:
         """The job's grades as stored now: with overrides, and pseudonyms when asked."""
@@ -119,8 +122,12 @@ class GradeJob:
         self.client = client if options.use_llm else None
         self.workers = workers
         self.rubric = rubric
+        # grades first: with the models on, each grade's model part goes to the process's
+        # model queue (``model_queue_for``) and this job ends with the grades
+        self.models = model_queue_for(workspace, self.client) if self.client is not None \
+            else None
         self.run = run or (lambda grader, items: grade_items(
-            grader, items, workspace.store, workers, regrade))
+            grader, items, workspace.store, workers, regrade, models=self.models))
         self.result = JobResult(assignment)
         self.board = ProgressBoard(models=self.client is not None,
                                    replies=_replies(self.client, self.started_at))
@@ -167,6 +174,9 @@ class GradeJob:
                 raise StoreError(f"{len(items)} notebooks graded, {len(ids)} grades stored")
             self.result.reports, self.result.grade_ids = batch.reports, ids
             self.result.reused = batch.reused
+            self.result.batch = batch.batch
+            # the files not read, as items of the batch in error (the Dashboard counts them)
+            record_unread(self.workspace.store, batch.batch_id, self.result.problems)
             self.result.unlike = _unlike(batch.reports, items, ids)
         except Exception as exc:  # shown on the page; grades already saved stay saved
             log.exception("grading job for %s failed", self.assignment)
@@ -364,7 +374,8 @@ def start_resuming(workspace: Workspace, batch_id: int, options: GradeOptions,
 
     def run(grader: Grader, refs: Sequence[Item]) -> BatchResult:
         return grade_refs(grader, refs, stored_bytes(store), store, workers,
-                          batch_id=batch_id)
+                          batch_id=batch_id, models=model_queue_for(workspace, client)
+                          if options.use_llm and client is not None else None)
 
     return GradeJob(workspace, name, collect, options, client, workers, run=run,
                     rubric=rubric, key=key, holds=batch_id, kind="resume").start()

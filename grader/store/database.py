@@ -33,7 +33,9 @@ from ..safe_text import scrub
 from ..types import GradeReport
 from .batches import StoreBatchesMixin
 from .calibrations import CalibrationRow, StoreCalibrationsMixin
+from .drops import GradeDrop, StoreDropsMixin
 from .files import RubricVersionRow, StoreFilesMixin
+from .model_parts import ModelPartRow, ModelProgress, RevisionRow, StoreModelPartsMixin
 from .schema import (
     GRADE_SELECT,
     OVERRIDE_SELECT,
@@ -47,9 +49,11 @@ from .schema import (
     migrate,
 )
 from .serialize import report_from_json, report_to_json
+from .settings import StoreSettingsMixin
 
-__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "CalibrationRow", "GradeRow",
-           "OverrideRow", "RubricVersionRow", "Store", "apply_overrides", "migrate"]
+__all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "CalibrationRow", "GradeDrop",
+           "GradeRow", "ModelPartRow", "ModelProgress", "OverrideRow", "RevisionRow",
+           "RubricVersionRow", "Store", "apply_overrides", "migrate"]
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +80,8 @@ def apply_overrides(report: GradeReport, overrides: Iterable[OverrideRow]) -> Gr
                                score=math.fsum(c.points for c in criteria))
 
 
-class Store(StoreFilesMixin, StoreBatchesMixin, StoreCalibrationsMixin):
+class Store(StoreFilesMixin, StoreBatchesMixin, StoreCalibrationsMixin, StoreDropsMixin,
+            StoreModelPartsMixin, StoreSettingsMixin):
     """The grade store over one SQLite file (``":memory:"`` for a throwaway one)."""
 
     def __init__(self, path: Path | str, timeout: float = 30.0) -> None:

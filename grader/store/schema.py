@@ -137,7 +137,35 @@ _V6 = _script("""CREATE TABLE calibrations (id INTEGER PRIMARY KEY, created_at R
       examples TEXT NOT NULL, fit INTEGER NOT NULL, figures_json TEXT NOT NULL);
     CREATE INDEX calibrations_route ON calibrations(route, created_at)""")
 
-_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4, _V5, _V6)
+# Grades dropped from the gradebook (a wrong upload), and brought back: an append-only
+# trail like the overrides' (grader/store/drops.py); no cascade, so nothing quietly drops it.
+_V7 = _script("""CREATE TABLE grade_drops (id INTEGER PRIMARY KEY,
+      grade_id INTEGER NOT NULL REFERENCES grades(id),
+      action TEXT NOT NULL CHECK (action IN ('drop', 'restore')),
+      reason TEXT NOT NULL CHECK (length(trim(reason)) > 0), who TEXT NOT NULL,
+      at REAL NOT NULL);
+    CREATE INDEX grade_drops_grade ON grade_drops(grade_id)""")
+
+# Grades first, models after (grader/store/model_parts.py): the model part each stored
+# grade still waits for, and the grades a model trusted to judge revised (the grade as it
+# was kept, with the reason); and the app's settings that outlive a session (settings.py).
+_V8 = _script("""CREATE TABLE model_parts (
+      grade_id INTEGER PRIMARY KEY REFERENCES grades(id) ON DELETE CASCADE,
+      batch_id INTEGER REFERENCES batches(id) ON DELETE SET NULL,
+      status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed',
+                                             'dropped')),
+      options_json TEXT NOT NULL, queued_at REAL NOT NULL, started_at REAL,
+      finished_at REAL, owner_json TEXT, error TEXT NOT NULL, moved INTEGER NOT NULL);
+    CREATE INDEX model_parts_status ON model_parts(status, queued_at);
+    CREATE TABLE grade_revisions (id INTEGER PRIMARY KEY,
+      grade_id INTEGER NOT NULL REFERENCES grades(id) ON DELETE CASCADE,
+      at REAL NOT NULL, reason TEXT NOT NULL, old_score REAL, new_score REAL,
+      old_report_json TEXT NOT NULL);
+    CREATE INDEX grade_revisions_grade ON grade_revisions(grade_id);
+    CREATE TABLE app_settings (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,
+      at REAL NOT NULL)""")
+
+_MIGRATIONS: tuple[Migration, ...] = (_V1, _v2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 

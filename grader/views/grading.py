@@ -54,8 +54,10 @@ _BATCH_SQL = """SELECT b.id, a.name,
   b.created_at, COUNT(i.id), COALESCE(SUM(i.status = 'done'), 0),
   COALESCE(SUM(i.status = 'error'), 0), COALESCE(SUM(i.status = 'pending'), 0),
   MAX(CASE WHEN i.status = 'done' THEN i.updated_at END), b.owner,
-  (SELECT json_type(g.report_json, '$.layers.L3') IS NOT NULL
-     OR json_type(g.report_json, '$.layers.L4') IS NOT NULL
+  (SELECT (json_type(g.report_json, '$.layers.L3') IS NOT NULL
+           AND json_type(g.report_json, '$.layers.L3.details.not_run') IS NULL)
+     OR (json_type(g.report_json, '$.layers.L4') IS NOT NULL
+         AND json_type(g.report_json, '$.layers.L4.details.not_run') IS NULL)
    FROM batch_items j JOIN grades g ON g.id = j.grade_id
    WHERE j.batch_id = b.id AND j.status = 'done' AND g.status = 'graded' LIMIT 1)
 FROM batches b JOIN assignments a ON a.id = b.assignment_id

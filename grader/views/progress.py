@@ -24,9 +24,12 @@ from dataclasses import dataclass, field, replace
 
 from ..events import GradeEvent, describe
 from ..exports.formats import points_text
+from .model_state import MODELS_OFF, WHY_NOT_RUN
 
 LAYERS = ("L1", "L2", "L3", "L4")
 STREAM_CHARS = 600  # the tail of each model's text kept for display
+NOT_RUN = "not run: "  # a model layer's event text when it did not run (and why)
+MOVED = " (moved by a model trusted to judge)"  # after a score the models moved
 QUIET_S = 10.0  # a model silent this long while writing: said, with how long
 # (layer, when it ended): model replies that ended lately, e.g. from the client's history
 Replies = Callable[[], Sequence[tuple[str, float]]]
@@ -44,6 +47,14 @@ class NotebookProgress:
     ended: float = 0.0  # clock time of its done event
     last_token: dict[str, float] = field(default_factory=dict)  # layer -> clock time
     replied: set[str] = field(default_factory=set)  # model layers whose reply has ended
+    # grades first, models after: "" (none in this job), "queued", "running", "done",
+    # "failed", or "not run: why" (the grade says)
+    models: str = ""
+    sent: set[str] = field(default_factory=set)  # model layers whose request is in flight
+    asked: bool = False  # a request of its model part was sent (one with nothing to send
+    # ends at once: it tells nothing of how long the others take)
+    model_started: float = 0.0
+    model_ended: float = 0.0
 
 
 def duration(seconds: float) -> str:
@@ -70,6 +81,50 @@ class BoardSnapshot:
     models: bool = True  # whether L3 and L4 run in this job
     at: float = 0.0  # the board's clock when the snapshot was taken
     reused: int = 0  # of ``done``: notebooks graded before, their stored grades reused
+    model_workers: int = 2  # model parts made at once (the queue's workers)
+
+    def model_rows(self, hide_names: bool = False) -> list[dict[str, str]]:
+        """A row per notebook whose models' notes this job waits for or made: its score
+        and what each model layer does, in words."""
+        return [{"notebook": f"notebook {i}" if hide_names else n.file, "score": n.score,
+                 **{LAYER_TITLES[layer]: layer_words(n, layer, self.models, self.at)
+                    for layer in ("L3", "L4")}}
+                for i, n in enumerate(self.notebooks, 1) if n.models]
+
+    def model_counts(self) -> tuple[int, int]:
+        """(model parts ended, model parts of this job): queued, running or ended."""
+        parts = [n for n in self.notebooks if n.models]
+        return sum(n.models in ("done", "failed") for n in parts), len(parts)
+
+    def progress_words(self) -> str:
+        """"6 of 6 graded · model notes 2 of 6 (about 4 min left)": the grades and, after
+        them, the models' notes, each with what is left."""
+        done, total = self.model_counts()
+        if not total:
+            return self.counts()
+        text = f"{self.counts()} · model notes {done} of {total}"
+        if done < total:
+            text += f" ({self.models_left()})"
+        return text
+
+    def models_left(self) -> str:
+        """The models' time left, from the parts that ended in this job after asking a
+        model something (their median), the part running now counted from its start; ""
+        once all ended."""
+        parts = [n for n in self.notebooks if n.models]
+        ended = sorted(n.model_ended - n.model_started for n in parts
+                       if n.models == "done" and n.asked and n.model_started and n.model_ended)
+        left = [n for n in parts if n.models in ("queued", "running")]
+        if not left:
+            return ""
+        if not ended:
+            return "no estimate before the first ends"
+        per = ended[len(ended) // 2]
+        running = sum(max(0.0, per - (self.at - n.model_started)) for n in left
+                      if n.models == "running" and n.model_started)
+        queued = sum(n.models == "queued" for n in left)
+        seconds = (running + per * queued) / max(1, self.model_workers)
+        return f"about {duration(seconds)} left"
 
     @property
     def fraction(self) -> float:
@@ -98,15 +153,21 @@ class BoardSnapshot:
 
     def current(self) -> NotebookProgress | None:
         """The notebook whose models are writing now (the last one started)."""
-        grading = [n for n in self.notebooks if n.state == "grading"]
+        grading = [n for n in self.notebooks if n.models == "running"] or [
+            n for n in self.notebooks if n.state == "grading"]
         return grading[-1] if grading else None
 
     def headline(self, hide_names: bool = False) -> str:
         """One sentence on what is happening now, for under the progress bar: per notebook
         being graded, how long it has run, what runs now and what has ended."""
-        grading = [(i, n) for i, n in enumerate(self.notebooks, 1) if n.state == "grading"]
+        grading = [(i, n) for i, n in enumerate(self.notebooks, 1)
+                   if n.state == "grading" or n.models == "running"]
         if not grading:
             if self.total and self.done >= self.total:
+                done, total = self.model_counts()
+                if done < total:
+                    return (f"All {self.total} notebooks graded; the models' notes of "
+                            f"{total - done} wait for their turn.")
                 return f"All {self.total} notebooks graded."
             return "Reading the uploaded files..." if not self.total else \
                 "Waiting for the next notebook..."
@@ -124,8 +185,9 @@ class BoardSnapshot:
     def estimate(self) -> str:
         """The time left, from the speed measured in this job: the time since the first
         notebook started over the notebooks graded since, times the notebooks still to
-        grade (those graded before count in neither). Before any has finished, how long
-        the first has run and what of it is done (no number is made up)."""
+        grade (those graded before count in neither), less what the notebooks running now
+        have done already. Before any has finished, how long the first has run and what of
+        it is done (no number is made up)."""
         if not self.total or self.done >= self.total:
             return ""
         started = [n.started for n in self.notebooks if n.started]
@@ -144,8 +206,13 @@ class BoardSnapshot:
                     f"run for {duration(elapsed)}{so_far}.")
         per = elapsed / len(finished)
         left = self.total - self.done  # those graded before are done from the start
-        return (f"About {duration(per * left)} left for {_plural(left, 'notebook')}: "
-                f"{duration(per)} per notebook, measured on the "
+        # a notebook running now is that far along: its time so far over a notebook's own
+        # time (the median of those graded), at most nine tenths done
+        own = sorted(n.ended - n.started for n in finished)[len(finished) // 2]
+        along = sum(min(0.9, (self.at - n.started) / own) for n in self.notebooks
+                    if n.state == "grading" and n.started and own > 0)
+        return (f"About {duration(per * max(0.0, left - along))} left for "
+                f"{_plural(left, 'notebook')}: {duration(per)} per notebook, measured on the "
                 f"{_plural(len(finished), 'notebook')} graded so far.")
 
 
@@ -154,8 +221,10 @@ def _doing(layer: str, state: str) -> str:
     and has not just replied)."""
     model = "code" if layer == "L3" else "feedback"
     if state == "running":
-        return {"L1": "checking the structure", "L2": "running the notebook in the sandbox",
-                "L3": "the code model is reading", "L4": "the feedback model is reading"}[layer]
+        return {"L1": "checking the structure", "L2": "running the notebook in the sandbox"
+                }.get(layer, "")
+    if state == "reading":
+        return f"the {model} model is reading"
     if state.startswith("writing"):
         return f"the {model} model is {state}"
     if state.startswith("replied"):
@@ -171,32 +240,48 @@ LAYER_TITLES = {"L1": "Structure (L1)", "L2": "Run in the sandbox (L2)",
 
 def layer_words(n: NotebookProgress, layer: str, models: bool = True,
                 now: float = 0.0) -> str:
-    """A layer's state for one notebook, in words. Layers run L1, L2, then L3 and L4 side
-    by side; a layer with no outcome yet is "running" when the one before it ended (L3
-    and L4: "writing" once their model's text arrives, "replied" once their reply ended),
-    and "not run" once the notebook is done without it (the file could not be read); L3
-    and L4 are "off" in a job without the models. With ``now``, a model silent for
-    ``QUIET_S`` says for how long."""
+    """A layer's state for one notebook, in words, true at the moment it is read. Layers
+    run L1, L2, then (grades first, models after) L3 and L4 side by side, once the grade
+    is stored: "queued" until their turn; "preparing" while their prompts are built;
+    "reading" only while a request of theirs is in flight and nothing is written yet;
+    "writing" once text arrives, "replied" once the reply ended, then their outcome. A
+    layer that did not run says why (the grade's record); L3 and L4 are "off" only in a
+    job without the models. With ``now``, a model silent for ``QUIET_S`` says for how
+    long."""
     if layer in n.layers:
-        return n.layers[layer]
+        text = n.layers[layer]
+        if text.startswith(NOT_RUN):
+            code = text[len(NOT_RUN):]
+            return "off" if code == MODELS_OFF else f"not run: {WHY_NOT_RUN.get(code, code)}"
+        return text
     if n.state == "before":
         return "stored"
-    if layer in ("L3", "L4") and not models:
-        return "off"
+    if layer in ("L3", "L4"):
+        return _model_words(n, layer, models, now)
     if n.state in ("graded", "error"):
         return "not run"
     if n.state != "grading":
         return ""
+    before = {"L1": None, "L2": "L1"}[layer]
+    if before is None or before in n.layers:
+        return "running"
+    return "waiting"
+
+
+def _model_words(n: NotebookProgress, layer: str, models: bool, now: float) -> str:
+    if not models:
+        return "off"
+    if n.models == "queued":
+        return "queued after the grades"
+    if n.models != "running":
+        return "not run" if n.state in ("graded", "error") else ""
     if layer in n.replied:
         return f"replied ({_plural(n.tokens.get(layer, 0), 'token')})"
     if n.tokens.get(layer):
         quiet = now - n.last_token.get(layer, now) if now else 0.0
         silent = f"; none for {duration(quiet)}" if quiet >= QUIET_S else ""
         return f"writing ({_plural(n.tokens[layer], 'token')}{silent})"
-    before = {"L1": None, "L2": "L1", "L3": "L2", "L4": "L2"}[layer]
-    if before is None or before in n.layers:
-        return "running"
-    return "waiting"
+    return "reading" if layer in n.sent else "preparing"
 
 
 class ProgressBoard:
@@ -241,14 +326,34 @@ class ProgressBoard:
                 nb.score = (points_text(r.score, r.max_score)
                             if r.score is not None else f"not graded: {r.error}")
             elif ev.kind == "layer":
-                nb.layers[ev.layer] = (f"failed: {ev.text}" if ev.error
+                nb.layers[ev.layer] = (f"failed: {ev.text}" if ev.error else
+                                       ev.text if ev.text.startswith(NOT_RUN)
                                        else f"done in {ev.seconds:.1f} s")
+                nb.sent.discard(ev.layer)
             elif ev.kind == "done" and ev.report is not None:
                 r = ev.report
                 nb.state = "graded" if r.status == "graded" else "error"
                 nb.ended = now if nb.started else 0.0
                 nb.score = (points_text(r.score, r.max_score)
                             if r.score is not None else f"not graded: {r.error}")
+                nb.models = "queued" if r.status == "graded" and any(
+                    lr.details.get("pending") for lr in r.layers.values()) else ""
+                for name in ("L3", "L4"):  # a model layer that will not run: why, now
+                    why = r.layers[name].details.get("not_run") if name in r.layers else None
+                    if why:
+                        nb.layers[name] = f"{NOT_RUN}{why}"
+            elif ev.kind == "models":
+                nb.models, nb.model_started = "running", now
+            elif ev.kind == "sent":
+                nb.sent.add(ev.layer)
+                nb.asked = True
+            elif ev.kind == "models_done" and ev.report is not None:
+                r = ev.report
+                nb.models, nb.model_ended = "done", now
+                nb.sent.clear()
+                moved = points_text(r.score, r.max_score) if r.score is not None else ""
+                if moved and moved != nb.score:
+                    nb.score = f"{moved}{MOVED}"
             self._log.append(describe(ev))
             del self._log[:-self._log_lines]
 
@@ -259,7 +364,8 @@ class ProgressBoard:
         guess)."""
         if self._replies is None:
             return
-        writing = [(nb, layer) for nb in self._notebooks.values() if nb.state == "grading"
+        writing = [(nb, layer) for nb in self._notebooks.values()
+                   if nb.state == "grading" or nb.models == "running"
                    for layer in ("L3", "L4")
                    if layer in nb.last_token and layer not in nb.layers
                    and layer not in nb.replied]

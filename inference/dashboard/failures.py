@@ -88,12 +88,15 @@ def _ago(seconds: float) -> str:
 
 
 def last_failure(history: MetricsHistory, within_s: float = 900.0,
-                 now: float | None = None) -> Failure | None:
+                 now: float | None = None, skip_prefix: str = "") -> Failure | None:
     """The newest failed model request of the last ``within_s`` seconds, explained;
-    None when none failed. The details also count the other failures of the window."""
+    None when none failed. The details also count the other failures of the window.
+    ``skip_prefix``: requests whose id starts so are not counted (the Dashboard's test
+    prompts, whose failure the Dashboard shows where it was asked)."""
     now = time.time() if now is None else now
     failed = [m for m in history.recent(200)
-              if m.error and now - (m.finished_at or m.started_at) <= within_s]
+              if m.error and now - (m.finished_at or m.started_at) <= within_s
+              and not (skip_prefix and m.request_id.startswith(skip_prefix))]
     if not failed:
         return None
     m = failed[-1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from .servers import STATE_COLORS, WorkerCard, worker_cards
 
 __all__ = [
     "ANY",
+    "PROMPT_PREFIX",
     "REFRESH_SECONDS",
     "STATE_COLORS",
     "STATUSES",
@@ -346,6 +348,9 @@ def latency_figure(series: Sequence[Series]) -> go.Figure:
 
 
 # -- the test prompt ---------------------------------------------------------------
+PROMPT_PREFIX = "prompt-"  # a test prompt's request id: its failure is the Dashboard's
+
+
 def prompt_request(role: str, system: str, user: str, max_tokens: int, temperature: float,
                    schema_text: str = "") -> GenerationRequest:
     """The request the test-prompt form describes; a schema that is not a JSON object is
@@ -360,7 +365,8 @@ def prompt_request(role: str, system: str, user: str, max_tokens: int, temperatu
             raise InvalidRequestError("the JSON schema must be a JSON object")
     return GenerationRequest.chat(role, system.strip() or None, user,
                                   max_tokens=int(max_tokens), temperature=float(temperature),
-                                  json_schema=schema)
+                                  json_schema=schema,
+                                  request_id=f"{PROMPT_PREFIX}{uuid.uuid4().hex[:12]}")
 
 
 class StreamCapture:
