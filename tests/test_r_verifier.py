@@ -13,7 +13,6 @@ in the same kernel.
 from __future__ import annotations
 
 import json
-import queue
 import shutil
 import time
 import uuid
@@ -22,6 +21,7 @@ import pytest
 
 from grader.sandbox.execution import kernel_available
 from grader.sandbox.rverify import RBridge
+from tests.kernel_session import KernelSession
 from tests.r_inspection_reference import inspection_code
 
 pytestmark = [
@@ -31,54 +31,11 @@ pytestmark = [
 ]
 
 
-class IRKernel:
+class IRKernel(KernelSession):
     """A real IRkernel and the ``kernel`` callable the runner gives the bridge."""
 
     def __init__(self) -> None:
-        from jupyter_client import KernelManager
-
-        self.km = KernelManager(kernel_name="ir")
-        self.km.start_kernel()
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    def __call__(self, code: str, timeout_s: float) -> dict:
-        msg_id = self.kc.execute(code, store_history=False)
-        started, outcome, text, error = time.monotonic(), "ok", [], ""
-        deadline = started + timeout_s
-        while True:
-            try:
-                msg = self.kc.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
-            except queue.Empty:
-                if not self.km.is_alive():
-                    outcome = "dead"
-                    break
-                if outcome == "timeout":
-                    break  # no idle even after the interrupt
-                outcome, deadline = "timeout", time.monotonic() + 10
-                self.km.interrupt_kernel()
-                continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream" and content.get("name") == "stdout":
-                text.append(content["text"])
-            elif kind == "error":
-                error = f"{content['ename']}: {content['evalue']}"
-            elif kind == "status" and content["execution_state"] == "idle":
-                break
-        return {"outcome": outcome, "text": "".join(text), "error": error,
-                "seconds": time.monotonic() - started}
-
-    def cell(self, code: str) -> str:
-        got = self(code, 60)
-        assert (got["outcome"], got["error"]) == ("ok", ""), got
-        return got["text"]
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+        super().__init__("ir")
 
 
 @pytest.fixture

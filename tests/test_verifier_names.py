@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import queue
-import time
 import uuid
 from pathlib import Path
 
@@ -43,6 +41,7 @@ from grader.sandbox.execution import (
 from grader.sandbox.pyverify import PythonBridge
 from grader.sandbox.rverify import RBridge
 from tests.hostile import forging_names
+from tests.kernel_session import KernelSession
 
 needs_kernel = pytest.mark.skipif(not sandbox_available() or not kernel_available("python"),
                                   reason="bubblewrap or the Python kernel is missing")
@@ -266,51 +265,13 @@ def test_value_checks_never_ask_an_object_of_the_notebooks_class_and_name_its_ty
 
 
 # -- the run-wide clean namespace of value checks, handed to the bridges ---------------------
-class Kernel:
-    """A real Jupyter kernel and the ``kernel`` callable the runner gives a bridge (no
-    sandbox: what is tested here is the bridge's use of its ``clean`` argument)."""
-
-    def __init__(self, name: str) -> None:
-        from jupyter_client import KernelManager
-
-        self.km = KernelManager(kernel_name=name)
-        self.km.start_kernel()
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    def __call__(self, code: str, timeout_s: float) -> dict:
-        msg_id = self.kc.execute(code, store_history=False)
-        started, text, error = time.monotonic(), [], ""
-        while True:
-            try:
-                msg = self.kc.get_iopub_msg(timeout=max(0.05, started + timeout_s
-                                                        - time.monotonic()))
-            except queue.Empty:
-                return {"outcome": "timeout", "text": "".join(text), "error": error,
-                        "seconds": time.monotonic() - started}
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream" and content.get("name") == "stdout":
-                text.append(content["text"])
-            elif kind == "error":
-                error = f"{content['ename']}: {content['evalue']}"
-            elif kind == "status" and content["execution_state"] == "idle":
-                return {"outcome": "ok", "text": "".join(text), "error": error,
-                        "seconds": time.monotonic() - started}
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-
+# (a real kernel without the sandbox: tests.kernel_session)
 @pytest.fixture
 def kernels():
-    opened: list[Kernel] = []
+    opened: list[KernelSession] = []
 
-    def start(name: str, preamble: str, *cells: str) -> Kernel:
-        kernel = Kernel(name)
+    def start(name: str, preamble: str, *cells: str) -> KernelSession:
+        kernel = KernelSession(name)
         opened.append(kernel)
         for code in (preamble, *cells):
             got = kernel(code, 60)

@@ -346,7 +346,8 @@ def main(argv: list[str]) -> int:
     spec = start.read_spec(options["spec"])  # as root: before any uid of the run's
     if "--kernel-user" in options:
         return start.supervise(spec, start.ids(options["--user"]),
-                               start.ids(options["--kernel-user"]), _events)
+                               start.ids(options["--kernel-user"]), _events, process,
+                               _sibling("warden"))
     if "--user" in options:
         process.become(*start.ids(options["--user"]))
     process.undumpable()

@@ -11,27 +11,14 @@ what the warden needs, and forks: the supervisor (the runner, as its uid, with
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ids", "options", "read_spec", "supervise"]
-
-
-def _sibling(name: str) -> Any:
-    key = f"_grader_sandbox_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(
-            f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules[key] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules[key]
 
 
 def read_spec(where: str) -> dict[str, Any]:
@@ -60,11 +47,11 @@ def options(argv: list[str]) -> dict[str, str] | None:
 
 
 def supervise(spec: dict[str, Any], supervisor: tuple[int, int], kernel: tuple[int, int],
-              events: Callable[[dict[str, Any], Any], int]) -> int:
+              events: Callable[[dict[str, Any], Any], int], process: Any, warden: Any) -> int:
     """As root: hide processes, keep only what the warden needs, then split in two: the
     supervisor (this runner, as its own uid, over a socket to the warden) and the warden,
-    which starts, signals and kills the kernels as the kernel uid (``warden.py``)."""
-    process, warden = _sibling("runner_os"), _sibling("warden")
+    which starts, signals and kills the kernels as the kernel uid (``warden.py``).
+    ``process`` and ``warden`` are the runner's siblings ``runner_os`` and ``warden``."""
     process.hide_processes()
     process.keep_capabilities(("CAP_KILL", "CAP_SETGID", "CAP_SETUID"))
     process.undumpable()
