@@ -35,6 +35,7 @@ from app_pages.shared import (
 )
 from grader.errors import GraderError, RubricError
 from grader.layers.base import GradeOptions
+from grader.points import as_points
 from grader.service.jobs import (
     GradeJob,
     interrupted_batches,
@@ -46,7 +47,7 @@ from grader.service.results import results_in_force
 from grader.service.review import one_grade_per_student
 from grader.service.sizing import batch_size
 from grader.service.workspace import Upload, made_from
-from grader.views.labels import assignment_label
+from grader.views.labels import assignment_label, rubric_label
 from grader.views.reports import offline_markdown, points_text
 from grader.views.upload_limits import NOTEBOOK_MB, UPLOAD_MB, limits_text, notebook_limit_text
 
@@ -144,8 +145,11 @@ try:
 except GraderError as exc:
     st.error(f"Assignment {name} cannot be loaded: {exc}")
     st.stop()
-st.caption(f"Rubric {assignment.rubric.version}: {len(assignment.rubric.criteria)} criteria, "
-           f"{assignment.rubric.total_points:g} points (edit it on the Rubrics page).")
+aid = workspace.store.assignment_id(name)
+stored = workspace.store.rubric_versions(aid) if aid is not None else []
+st.caption(f"Rubric {rubric_label(assignment.rubric.version, stored)}: "
+           f"{len(assignment.rubric.criteria)} criteria, "
+           f"{as_points(assignment.rubric.total_points)} points (edit it on the Rubrics page).")
 check_box = st.container()  # the self-check, drawn once the rest of the page is there
 manage(workspace, next(e for e in usable if e.name == name), busy, anonymous())
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from pathlib import Path
 
 from grader.layers.base import GradeOptions
@@ -143,7 +144,7 @@ def test_results_show_the_grades_in_force_after_a_rubric_edit(app_data: Path):
     with Store(app_data / "grader.db") as store:
         ws = Workspace(store, app_data / "assignments")
         rubric = ws.load("retail-sales").rubric
-        assert list(before["rubric"]) == [rubric.version]
+        assert list(before["rubric"]) == ["version 1 (" + _today() + ")"]  # not a hash
         edited = dataclasses.replace(rubric, title=rubric.title + " (edited)")
         ws.save_rubric("retail-sales", edited, "an edit")
         a = dataclasses.replace(ws.load("retail-sales"), rubric=edited)
@@ -153,7 +154,7 @@ def test_results_show_the_grades_in_force_after_a_rubric_edit(app_data: Path):
         grade_batch(Grader(a, GradeOptions(execute=False, use_llm=False)), items, store)
     at.run()
     after = at.dataframe[1].value
-    assert list(after["rubric"]) == [edited.version]  # the grade in force, as downloaded
+    assert list(after["rubric"]) == ["version 2 (" + _today() + ")"]  # the grade in force
     assert list(after["grade"]) != list(before["grade"])
     assert any("graded again since this batch" in i.value for i in at.info)
 
@@ -183,3 +184,8 @@ def test_a_batch_graded_before_says_so_and_its_detail_numbers_cells(app_data: Pa
              for v in e.dataframe[0].value["cell"].dropna()}
     assert cells
     assert all(re.fullmatch(r"cell \d+", c) for c in cells), cells
+
+
+def _today() -> str:
+    """Today as a rubric version's label says it ("29 Nov 2026")."""
+    return time.strftime("%d %b %Y").lstrip("0")

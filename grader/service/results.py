@@ -10,11 +10,12 @@ every row names its rubric version, so an old grade is never shown as current.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.database import Store
 from ..types import GradeReport
+from ..views.labels import rubric_label
 from ..views.reports import result_rows
 from .review import Listing, student_key
 
@@ -27,6 +28,10 @@ class ShownResults:
     version: str  # the rubric version in force ("" when unknown)
     newer: int  # students shown with a grade newer than the batch's (a regrade)
     older: int  # students shown with the batch's grade, of another rubric version
+    labels: dict[str, str] = field(default_factory=dict)  # version -> "version 3 (29 Nov)"
+
+    def label(self, version: str) -> str:
+        return self.labels.get(version, version)
 
     def rows(self) -> list[dict[str, Any]]:
         """``result_rows`` with a "rubric" column: the version each grade was made with."""
@@ -34,7 +39,8 @@ class ShownResults:
         for row, (_, r) in zip(result_rows(self.graded), self.graded, strict=True):
             at = list(row).index("%") + 1
             items = list(row.items())
-            out.append(dict([*items[:at], ("rubric", r.rubric_version), *items[at:]]))
+            out.append(dict([*items[:at], ("rubric", self.label(r.rubric_version)),
+                             *items[at:]]))
         return out
 
     def note(self) -> str:
@@ -42,10 +48,12 @@ class ShownResults:
         parts = []
         if self.newer:
             parts.append(f"{self.newer} student(s) were graded again since this batch: their "
-                         f"grade in force (rubric {self.version}) is shown, as in the "
+                         f"grade in force (rubric {self.label(self.version)}) is shown, as "
+                         "in the "
                          "downloads.")
         if self.older:
-            parts.append(f"{self.older} student(s) have no grade under rubric {self.version}, "
+            parts.append(f"{self.older} student(s) have no grade under rubric "
+                         f"{self.label(self.version)}, "
                          "the rubric in force: their grade from this batch is shown, with its "
                          "rubric version (regrade them on the Review page).")
         return " ".join(parts)
@@ -74,4 +82,6 @@ def results_in_force(store: Store, grade_ids: Sequence[int],
         newer += gid != row.id and row.id not in dropped
         older += gid == row.id and row.rubric_version != version
         shown.append((gid, store.get_report(gid, anonymous)))
-    return ShownResults(shown, version, newer, older)
+    stored = store.rubric_versions(aid)
+    labels = {v.version: rubric_label(v.version, stored) for v in stored}
+    return ShownResults(shown, version, newer, older, labels)

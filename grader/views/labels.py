@@ -12,12 +12,13 @@ of two assignments are two students.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 __all__ = ["across", "assignment_label", "criterion_label", "criterion_labels",
-           "language_name"]
+           "language_name", "rubric_label"]
 
 _LANGUAGES = {"python": "Python", "r": "R"}
 
@@ -71,6 +72,25 @@ def criterion_label(labels: Mapping[str, str], criterion_id: str) -> str:
     """A criterion named by ``labels`` (``criterion_labels``), or its id when a grade no
     longer has it (an override of a criterion the rubric dropped)."""
     return labels.get(criterion_id, criterion_id)
+
+
+class _Version(Protocol):
+    """What of a stored rubric version (grader.store.files.RubricVersionRow) a label reads."""
+
+    version: str
+    created_at: float
+
+
+def rubric_label(version: str, stored: Iterable[_Version]) -> str:
+    """A rubric version as an instructor counts them: "version 3 (29 Nov 2026)", its
+    number in the order the versions were stored; a version not stored yet (never graded
+    with) is "as in the assignment's folder", and one the store lost, its hash."""
+    ordered = sorted(stored, key=lambda v: v.created_at)
+    for number, v in enumerate(ordered, 1):
+        if v.version == version:
+            day = time.strftime("%d %b %Y", time.localtime(v.created_at)).lstrip("0")
+            return f"version {number} ({day})"
+    return "as in the assignment's folder" if not ordered else f"version {version}"
 
 
 def across(assignment: str, shown: str) -> str:
