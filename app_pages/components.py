@@ -48,6 +48,8 @@ CRITERIA_COLUMNS = {
 def problem_box(problems: list[tuple[str, str]]) -> None:
     """Files not graded: each named with the reason in words, the parser's technical
     detail (``grader.notebooks.refusals``) folded away below, kept at hand."""
+    if not problems:
+        return
     said = [(f, *words_and_detail(why)) for f, why in problems]
     st.error(offline_markdown("\n".join(f"- {f}: not graded: {words}" for f, words, _ in said)
                               if len(said) > 1 else

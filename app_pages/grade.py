@@ -272,8 +272,9 @@ with results_box:
             st.error(offline_markdown(f"Grading stopped: {result.error}. Grades finished before "
                                       "this are saved; see the Review page."))
         hidden = anonymous()
-        problem_box([(f"unreadable file {i}" if hidden else p.file, p.reason)
-                     for i, p in enumerate(result.problems, 1)])  # the detail folded
+        if result.problems:  # each named, in words, the parser's detail folded
+            problem_box([(f"unreadable file {i}" if hidden else p.file, p.reason)
+                         for i, p in enumerate(result.problems, 1)])
         now_shown = results_in_force(store, result.grade_ids, hidden)
         graded = now_shown.graded
         if graded or result.problems:

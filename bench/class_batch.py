@@ -80,6 +80,7 @@ def grades_first(assignment, items: list[GradeInput], workers: int) -> dict[str,
             default_config(history_db=Path(tmp) / "h.db")) as client:
         client.warm()
         grader = Grader(assignment, GradeOptions(execute=True, use_llm=True), client=client)
+        grader.grade_first(items[0])  # the solution's run, shared by the batch, as above
         queue = ModelQueue()
         t0 = time.perf_counter()
         result = grade_batch(grader, items, None, workers, models=queue)

@@ -342,7 +342,7 @@ def test_a_notebook_of_another_assignment_is_warned_about(app_data):
     _options(at, execute=False)
     at.button(key="grade_run").click().run()
     assert not at.exception, at.exception
-    warned = [w.value for w in at.warning if "student042" in w.value]
+    warned = [w.value for w in at.warning if "student042" in w.value and "template" in w.value]
     assert len(warned) == 1
     assert "of r-joins's template" in warned[0]
     assert "is it a notebook of another assignment?" in warned[0]

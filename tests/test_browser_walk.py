@@ -280,7 +280,7 @@ def _same_letters_on_both_pages(page, into: Path) -> None:
     """The Grade page's letters (its batch followed after a reload) are Review's."""
     graded = _letters(_download(page, "Feedback letters (ZIP)", into / "grade"))
     _go(page, "Review")
-    assert _picked(page) == f"{TITLE} ({SHORT})"
+    assert _picked(page) == f"{TITLE} ({SHORT}, Python)"  # one label on every page
     reviewed = _letters(_download(page, "Feedback letters (ZIP)", into / "review"))
     assert sorted(graded) == sorted(f"feedback/{s}.{ext}" for s, _, _ in STUDENTS
                                     for ext in ("html", "md", "pdf"))

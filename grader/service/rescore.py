@@ -39,7 +39,7 @@ from ..assignment import Assignment
 from ..layers.base import GradeOptions, Layer
 from ..layers.outputs import OutputLayer
 from ..layers.structure import StructureLayer
-from ..pipeline import GradeInput, Grader
+from ..pipeline import MODEL_LAYERS, GradeInput, Grader
 from ..points import as_points
 from ..rubrics.checks import Check, check_to_dict
 from ..rubrics.schema import Rubric
@@ -173,7 +173,8 @@ class _Rerunner:
             layers: list[Layer] = [StructureLayer()] + ([OutputLayer()] if self.with_l2 else [])
             grader = self._graders[key] = Grader(self.assignment, opts, layers)
         item = GradeInput(report.file, data, report.student_id, report.display_name)
-        return grader.grade(item).layers
+        return {name: lr for name, lr in grader.grade_first(item).layers.items()
+                if name not in MODEL_LAYERS}  # the models' stored notes are kept
 
 
 def _merge(stored: dict[str, LayerResult], fresh: dict[str, LayerResult],

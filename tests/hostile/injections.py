@@ -178,7 +178,16 @@ def filler_twin(base: Notebook, lang: str, template: Notebook) -> Notebook:
 def twins(base: Notebook, lang: str, template: Notebook) -> dict[str, Notebook]:
     """The honest twins of ``twinned_variants``, by name ("clean" is ``clean_twin``)."""
     return {"clean": clean_twin(base, lang), "unanswered": unanswered_twin(base, lang, template),
-            "short answer": short_twin(base, lang), "filler": filler_twin(base, lang, template)}
+            "short answer": short_twin(base, lang), "filler": filler_twin(base, lang, template),
+            "checked": checked_twin(base, lang, template)}
+
+
+def checked_twin(base: Notebook, lang: str, template: Notebook) -> Notebook:
+    """The unanswered twin with the code cell the remarks' attack adds, without the
+    remarks: the attack's one line of code is the student's own either way."""
+    nb = unanswered_twin(base, lang, template)
+    _under_answer(nb, lang, _comment_cell(lang, ""))
+    return nb
 
 
 def _comment_cell(lang: str, text: str) -> dict[str, Any]:
@@ -208,7 +217,7 @@ def _issue32(base: Notebook, lang: str, template: Notebook) -> dict[str, tuple[s
     out["an instructor's note under an unanswered question"] = ("unanswered", nb)
     nb = unanswered_twin(base, lang, template)
     _under_answer(nb, lang, _comment_cell(lang, notes))
-    out["marker's remarks as code comments"] = ("unanswered", nb)
+    out["marker's remarks as code comments"] = ("checked", nb)
     nb = clean_twin(base, lang)
     _append_source(nb, ANSWER[lang], "\n\n" + FEEDBACK_ORDER)
     out["an order for the feedback and the hidden tests"] = ("clean", nb)
