@@ -27,17 +27,18 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import llama_cpp as C
 
 from ..errors import BackendError, KVTransferError, ModelLoadError
+from ..threads import ThreadBudget
 from ..types import GenerationResult, KVHandle
 from ._llama import LoadedModel, Sampler, kv_fingerprint, set_seq_state
 from .base import TokenCallback
 from .compute import compute_timed
 from .decode_text import Reply
+from .decoding import Decoding, RouteModel
 from .worker import Worker
 
 __all__ = ["BatchContext", "BatchDecoder"]
@@ -137,15 +138,20 @@ class _Seq:
 
 
 class BatchDecoder:
-    """The decode side of a route as one batched context and its step loop."""
+    """The decode side of a route as one batched context and its step loop.
 
-    def __init__(self, worker: Worker, make_context: Callable[[], BatchContext],
-                 make_sampler: Callable[[KVHandle], Sampler],
-                 make_reply: Callable[[KVHandle, TokenCallback | None], Reply],
-                 budget) -> None:
-        self.worker = worker
-        self._make_context, self._make_sampler = make_context, make_sampler
-        self._make_reply, self._budget = make_reply, budget
+    ``model``: the route's model (loaded with the context, on first use); ``decoding``:
+    the route's defaults, which make each request's sampler and reply; the context has
+    ``n_seq`` sequences sharing ``n_cells`` KV cells, ``flash_attn`` as the prefill
+    side's (the KV layouts must match); ``budget``: the threads it computes with.
+    """
+
+    def __init__(self, worker: Worker, model: RouteModel, decoding: Decoding,
+                 budget: ThreadBudget, *, n_cells: int, n_seq: int,
+                 flash_attn: int = -1) -> None:
+        self.worker, self.model, self.decoding = worker, model, decoding
+        self.n_cells, self.n_seq, self.flash_attn = n_cells, n_seq, flash_attn
+        self._budget = budget
         self._ctx: BatchContext | None = None
         self._cond = threading.Condition()
         self._waiting: deque[_Seq] = deque()
@@ -161,17 +167,21 @@ class BatchDecoder:
     def context(self) -> BatchContext:
         """The context (created on first use: loads the model)."""
         if self._ctx is None:
-            self._ctx = self._make_context()
+            self._ctx = BatchContext(self.model.get(), self.n_cells, self.n_seq,
+                                     self._budget.total, self.flash_attn)
             self.worker.attach(self._ctx)  # its health shows it loaded
         return self._ctx
 
     def decode(self, handle: KVHandle, on_token: TokenCallback | None = None
                ) -> GenerationResult:
         """Decode one request's reply in the batch; returns when it is finished."""
-        sampler = self._make_sampler(handle)
+        model, request = self.model.get(), handle.request
+        # The decode side's sampler continues the prefill side's: a seed of its own.
+        sampler = self.decoding.sampler(model, request, request.seed + 1)
         try:
             sampler.accept(handle.first_token)  # the prefill side sampled it
-            seq = _Seq(handle, self._make_reply(handle, on_token), sampler, handle.first_token)
+            reply = self.decoding.reply(model, request, handle.metrics, handle.t_start, on_token)
+            seq = _Seq(handle, reply, sampler, handle.first_token)
         except BaseException:
             sampler.close()
             raise

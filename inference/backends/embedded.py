@@ -11,38 +11,22 @@ the rest. While one request decodes, the next one can already prefill.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..config import EngineConfig, RouteConfig
-from ..errors import KVTransferError, ModelLoadError
-from ..grammar import schema_to_grammar
+from ..errors import KVTransferError
 from ..prefix_cache import PrefixCache, common_prefix
 from ..prompting import render_chat
 from ..threads import ThreadBudget
 from ..types import GenerationRequest, GenerationResult, KVHandle, RequestMetrics, WorkerHealth
-from ._llama import Context, LoadedModel, Sampler
+from ._llama import Context, LoadedModel
 from .base import Backend, TokenCallback
-from .batched import BatchContext, BatchDecoder
-from .decode_text import Reply
+from .batched import BatchDecoder
+from .decoding import Decoding, RouteModel
 from .worker import Worker
 
 log = logging.getLogger(__name__)
-
-_models: dict[Path, LoadedModel] = {}
-_models_lock = threading.Lock()
-
-
-def shared_model(path: Path, name: str) -> LoadedModel:
-    """One LoadedModel per file for the whole process; contexts share its weights."""
-    key = path.resolve()
-    with _models_lock:
-        model = _models.get(key)
-        if model is None:
-            model = _models[key] = LoadedModel(key, name)
-        return model
 
 
 @dataclass(slots=True)
@@ -71,15 +55,14 @@ class EmbeddedBackend(Backend):
         # a cached prefix to alignment (see _reuse_prefix).
         self.n_batch = int(route.options.get("n_batch", 256))
         defaults = self.spec.defaults
-        self.max_tokens = route.max_tokens or int(defaults.get("max_tokens", 256))
-        self.temperature = (route.temperature if route.temperature is not None
-                            else float(defaults.get("temperature", 0.0)))
+        self.decoding = Decoding(
+            max_tokens=route.max_tokens or int(defaults.get("max_tokens", 256)),
+            temperature=(route.temperature if route.temperature is not None
+                         else float(defaults.get("temperature", 0.0))))
         cache_bytes = int(route.prefix_cache_mb) * 1024 * 1024
         self.prefix_cache = prefix_cache if prefix_cache is not None else (
             PrefixCache(cache_bytes, min_tokens=self.n_batch) if cache_bytes > 0 else None)
-        self._model: LoadedModel | None = None
-        self._model_lock = threading.Lock()
-        self._load_error = ""
+        self.route_model = RouteModel(self.spec)
         self.prefill_worker: Worker[Context] = Worker(
             worker_name or f"{route.role}/prefill", "prefill", route.role, route.name,
             self._new_context)
@@ -90,26 +73,19 @@ class EmbeddedBackend(Backend):
         self.batch: BatchDecoder | None = None
         if not one_context and route.mode == "disaggregated" and self.decode_batch > 1:
             self.batch = BatchDecoder(
-                self.decode_worker,
-                lambda: BatchContext(self.model(),
-                                     int(route.options.get("decode_cells", self.n_ctx)),
-                                     self.decode_batch, self.budget.total, self.flash_attn),
-                lambda h: self._sampler(h.request, h.request.seed + 1),
-                lambda h, cb: Reply(self.model(), h.request, self._max_tokens(h.request),
-                                    h.metrics, h.t_start, cb),
-                self.budget)
+                self.decode_worker, self.route_model, self.decoding, self.budget,
+                n_cells=int(route.options.get("decode_cells", self.n_ctx)),
+                n_seq=self.decode_batch, flash_attn=self.flash_attn)
 
     # -- set-up ---------------------------------------------------------------
+    @property
+    def max_tokens(self) -> int:
+        """The route's max_tokens, for requests that set none."""
+        return self.decoding.max_tokens
+
     def model(self) -> LoadedModel:
-        with self._model_lock:
-            if self._model is None:
-                try:
-                    self._model = shared_model(self.spec.resolve_path(), self.spec.name)
-                except ModelLoadError as exc:
-                    self._load_error = str(exc)
-                    raise
-                self._load_error = ""
-            return self._model
+        """The route's model (loaded on first use)."""
+        return self.route_model.get()
 
     def _new_context(self) -> Context:
         return Context(self.model(), self.n_ctx, n_batch=self.n_batch,
@@ -135,7 +111,7 @@ class EmbeddedBackend(Backend):
             workers.append(self.decode_worker)
         out = []
         for w in workers:
-            h = w.health(self.spec.name, self._load_error)
+            h = w.health(self.spec.name, self.route_model.load_error)
             if w is self.prefill_worker and self.prefix_cache is not None:
                 h.extra.update(prefix_cache_entries=len(self.prefix_cache),
                                prefix_cache_mb=round(self.prefix_cache.nbytes / 2**20, 1),
@@ -159,23 +135,13 @@ class EmbeddedBackend(Backend):
             method=method, model=self.spec.name, started_at=time.time(),  # type: ignore[arg-type]
         )
 
-    def _sampler(self, request: GenerationRequest, seed: int) -> Sampler:
-        grammar = schema_to_grammar(request.schema_text) if request.schema_text else None
-        return Sampler(self.model(), self._temperature(request), seed, grammar)
-
     def deterministic(self, request: GenerationRequest) -> bool:
-        return self._temperature(request) <= 0.0
-
-    def _temperature(self, request: GenerationRequest) -> float:
-        return self.temperature if request.temperature is None else request.temperature
-
-    def _max_tokens(self, request: GenerationRequest) -> int:
-        return self.max_tokens if request.max_tokens is None else request.max_tokens
+        return self.decoding.deterministic(request)
 
     def _run_prefill(self, ctx: Context, request: GenerationRequest) -> _Prefill:
         t0 = time.perf_counter()
         tokens = self.prompt_tokens(request)
-        ctx.check_fits(len(tokens), self._max_tokens(request))
+        ctx.check_fits(len(tokens), self.decoding.max_tokens_of(request))
         cached = self._reuse_prefix(ctx, tokens)
         ctx.perf_reset()
         with self.budget.slot():
@@ -183,7 +149,7 @@ class EmbeddedBackend(Backend):
                 ctx.set_threads(self.budget.share())
                 ctx.eval(tokens[start:start + ctx.n_batch])
         perf = ctx.perf()
-        with self._sampler(request, request.seed) as sampler:
+        with self.decoding.sampler(self.model(), request, request.seed) as sampler:
             first = sampler.sample(ctx)
         return _Prefill(tokens, cached, first, perf.seconds, perf.tokens,
                         time.perf_counter() - t0)
@@ -268,11 +234,13 @@ class EmbeddedBackend(Backend):
     def _run_decode(self, ctx: Context, request: GenerationRequest, first: int,
                     m: RequestMetrics, t_start: float,
                     on_token: TokenCallback | None) -> GenerationResult:
-        reply = Reply(self.model(), request, self._max_tokens(request), m, t_start, on_token)
+        model = self.model()
+        reply = self.decoding.reply(model, request, m, t_start, on_token)
         ctx.perf_reset()
         # The decode side's sampler continues the prefill side's: same settings,
         # the first token accepted (advancing the grammar), a seed of its own.
-        with self._sampler(request, request.seed + 1) as sampler, self.budget.slot():
+        with self.decoding.sampler(model, request, request.seed + 1) as sampler, \
+                self.budget.slot():
             sampler.accept(first)
             token = first
             while reply.push(token):

@@ -3,7 +3,7 @@ and a KV puller.
 
 Each slot is an ``EmbeddedBackend`` whose one context serves prefill (and, with
 ``decode_batch`` 1, decode and generate); the slots share one ``LoadedModel``
-(``shared_model``), one ``PrefixCache`` and one ``ThreadBudget``. With ``decode_batch``
+(``decoding.shared_model``), one ``PrefixCache`` and one ``ThreadBudget``. With ``decode_batch``
 above 1 (the default) every reply, pulled from a prefill server or prefilled in a slot
 here, is decoded in one ``BatchDecoder`` (``backends.batched``): a context of that many
 sequences, one ``llama_decode`` per step for all, so concurrent clients share steps
@@ -156,21 +156,14 @@ class ServerEngine:
                                one_context=True, worker_name=f"{self.options.role}/slot{index}")
 
     def _batch_decoder(self, first: EmbeddedBackend) -> BatchDecoder:
-        from ..backends.batched import BatchContext, BatchDecoder
-        from ..backends.decode_text import Reply
+        from ..backends.batched import BatchDecoder
         from ..backends.worker import Worker
 
-        model = first.model()
         worker: Worker[Any] = Worker(f"{self.options.role}/batch", "decode", "server",
                                      first.route.name, lambda: None)
-        return BatchDecoder(
-            worker,
-            lambda: BatchContext(model, self.n_ctx, self.options.decode_batch,
-                                 self.budget.total, int(self.options.flash_attn)),
-            lambda h: first._sampler(h.request, h.request.seed + 1),
-            lambda h, cb: Reply(model, h.request, first._max_tokens(h.request), h.metrics,
-                                h.t_start, cb),
-            self.budget)
+        return BatchDecoder(worker, first.route_model, first.decoding, self.budget,
+                            n_cells=self.n_ctx, n_seq=self.options.decode_batch,
+                            flash_attn=int(self.options.flash_attn))
 
     def close(self) -> None:
         if self._batch is not None:
