@@ -152,8 +152,7 @@ class DisaggregatedClient:
         try:
             if request.json_schema is not None:
                 check_schema(request.json_schema)
-            backend = self.backend(request.role)
-            result = self._serve(route, backend, request, on_token)
+            result = self.backend(request.role).execute(request, on_token)
         except StreamInterrupted as exc:
             if record_cut:
                 self._record_failure(route, request, exc, start, t_try, retried)
@@ -174,10 +173,6 @@ class DisaggregatedClient:
                  m.prompt_tokens, m.cached_tokens, m.decode_tokens, m.ttft_seconds,
                  m.total_seconds)
         return result
-
-    def _serve(self, route: RouteConfig, backend: Backend, request: GenerationRequest,
-               on_token: TokenCallback | None) -> GenerationResult:
-        return backend.serve(request, on_token)
 
     def _record_failure(self, route: RouteConfig, request: GenerationRequest,
                         exc: BaseException, start: tuple[float, float], t_try: float,

@@ -3,7 +3,8 @@
 A backend serves one route (one role). ``prefill`` turns a request into a
 ``KVHandle`` holding the real KV state of the prompt; ``decode`` continues from
 a handle; ``generate`` lets one worker do both (the fallback, and the only path
-for servers that cannot split). Failures are part of the interface: every
+for servers that cannot split); ``execute`` runs a request the route's way (the
+client's one call). Failures are part of the interface: every
 method raises an ``InferenceError`` subclass, never a library's own exception.
 """
 
@@ -44,9 +45,9 @@ class Backend(ABC):
                  on_token: TokenCallback | None = None) -> GenerationResult:
         """Prefill and decode on one worker, with no handoff."""
 
-    def serve(self, request: GenerationRequest,
-              on_token: TokenCallback | None = None) -> GenerationResult:
-        """Serve one request the way the route says: prefill, hand the KV over, decode;
+    def execute(self, request: GenerationRequest,
+                on_token: TokenCallback | None = None) -> GenerationResult:
+        """Run one request the way the route says: prefill, hand the KV over, decode;
         or one worker for both (``mode = "single"``, or ``fallback`` after a failed
         handoff, recorded as method "fallback"). Remote backends override this to
         choose servers and fail over between them."""

@@ -181,7 +181,7 @@ class EmbeddedBackend(Backend):
     def prefill(self, request: GenerationRequest) -> KVHandle:
         t_start = time.perf_counter()
         m = self._metrics(request, "disaggregated")
-        with self.prefill_worker.serve() as (ctx, queued):
+        with self.prefill_worker.hold() as (ctx, queued):
             pre = self._run_prefill(ctx, request)
             t_get = time.perf_counter()
             state = ctx.get_state()
@@ -206,7 +206,7 @@ class EmbeddedBackend(Backend):
         if self.batch is not None:
             return self.batch.decode(handle, on_token)
         request, m = handle.request, handle.metrics
-        with self.decode_worker.serve() as (ctx, queued):
+        with self.decode_worker.hold() as (ctx, queued):
             if handle.fingerprint != ctx.fingerprint:
                 raise KVTransferError(
                     f"KV state from a different model or layout ({handle.fingerprint} != "
@@ -222,7 +222,7 @@ class EmbeddedBackend(Backend):
                  on_token: TokenCallback | None = None) -> GenerationResult:
         t_start = time.perf_counter()
         m = self._metrics(request, "single")
-        with self.prefill_worker.serve() as (ctx, queued):
+        with self.prefill_worker.hold() as (ctx, queued):
             pre = self._run_prefill(ctx, request)
             if self.prefix_cache is not None:
                 self.prefix_cache.put(pre.tokens, ctx.get_state())

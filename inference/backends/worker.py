@@ -45,7 +45,7 @@ class Worker(Generic[T]):
             self.step_seconds += seconds
 
     @contextmanager
-    def serve(self, count: bool = True) -> Iterator[tuple[T, float]]:
+    def hold(self, count: bool = True) -> Iterator[tuple[T, float]]:
         """Hold the worker; yields its resource and the seconds spent queueing."""
         t0 = time.perf_counter()
         with self._count_lock:
@@ -72,7 +72,7 @@ class Worker(Generic[T]):
 
     def attach(self, resource: T | None) -> None:
         """Set the resource another owner made (a batched decoder's context, which it
-        serves from its own thread rather than through ``serve``)."""
+        decodes from its own thread rather than through ``hold``)."""
         self._resource = resource
 
     @property
@@ -80,7 +80,7 @@ class Worker(Generic[T]):
         return self._resource is not None
 
     def warm(self) -> None:
-        with self.serve(count=False):
+        with self.hold(count=False):
             pass
 
     def close(self, closer: Callable[[T], None]) -> None:

@@ -130,8 +130,8 @@ class PooledBackend(Backend):
         raise NotImplementedError
 
     # -- the Backend interface --------------------------------------------------
-    def serve(self, request: GenerationRequest,
-              on_token: TokenCallback | None = None) -> GenerationResult:
+    def execute(self, request: GenerationRequest,
+                on_token: TokenCallback | None = None) -> GenerationResult:
         guard = EmitGuard(on_token)
         failed: set[str] = set()
         bad_pairs: set[tuple[str, str]] = set()
@@ -318,15 +318,15 @@ class PooledBackend(Backend):
 
     def generate(self, request: GenerationRequest,
                  on_token: TokenCallback | None = None) -> GenerationResult:
-        return self.serve(request, on_token)
+        return self.execute(request, on_token)
 
     def prefill(self, request: GenerationRequest) -> KVHandle:
         raise BackendError(f"role {self.route.role}: a {self.route.backend} route hands KV "
-                           "between servers inside serve(); it has no local KV to return")
+                           "between servers inside execute(); it has no local KV to return")
 
     def decode(self, handle: KVHandle, on_token: TokenCallback | None = None) -> GenerationResult:
         raise BackendError(f"role {self.route.role}: a {self.route.backend} route decodes "
-                           "on its servers inside serve()")
+                           "on its servers inside execute()")
 
     def health(self) -> list[WorkerHealth]:
         cards = self.cluster.cards(self.names, self.route.role, self.route.name)

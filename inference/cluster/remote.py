@@ -102,28 +102,28 @@ class KVServerBackend(_SinglePool):
         super().__init__(*args)
         self._cached: dict[tuple[str, str], tuple[int, int]] = {}
         self._lock = threading.Lock()
-        self._serving = 0  # requests of this route being planned or served now
+        self._in_flight = 0  # requests of this route being planned or executed now
         # Work planned on a server but not started yet (``monitor.track`` counts it from
         # the start): plans are made one at a time, each seeing the ones before it, so
         # requests sent at the same moment do not all pick the server that looked free.
         self._plan_lock = threading.Lock()
         self._planned: dict[str, float] = defaultdict(float)
-        self._local = threading.local()  # .held: this thread's reservations in serve()
+        self._local = threading.local()  # .held: this thread's reservations in execute()
         self._backlog = DecodeBacklog()  # .sent: this thread's entries there
 
-    def serve(self, request: GenerationRequest,
-              on_token: Any = None) -> GenerationResult:
+    def execute(self, request: GenerationRequest,
+                on_token: Any = None) -> GenerationResult:
         with self._lock:
-            self._serving += 1
+            self._in_flight += 1
         self._local.held, self._local.sent = [], []
         try:
-            return super().serve(request, on_token)
+            return super().execute(request, on_token)
         finally:
             self._release(self._local.held)
             self._backlog.remove(self._local.sent)
             self._local.held = self._local.sent = None
             with self._lock:
-                self._serving -= 1
+                self._in_flight -= 1
 
     def _reserve(self, work: dict[str, float]) -> list[tuple[str, float]]:
         """Count ``work`` as planned (called with the plan lock); returns the handle."""
@@ -168,7 +168,7 @@ class KVServerBackend(_SinglePool):
             if s.status is not None:
                 cl.speeds.seed(s.endpoint.name, s.status)
         cached = {n: self._cached_estimate(n, key, n_tokens) for n in set(prefillers + decoders)}
-        held = getattr(self._local, "held", None)  # a list inside serve(): plan for real
+        held = getattr(self._local, "held", None)  # a list inside execute(): plan for real
         sent = getattr(self._local, "sent", None)
         with self._plan_lock:
             self._release(held)  # planning again after a failure: the old plan is void
@@ -181,7 +181,7 @@ class KVServerBackend(_SinglePool):
             args = (n_tokens, max_tokens, pairs if policy != "never" else [], decoders,
                     cached, queue)
             ranked = cl.cost.options(*args, backlog=backlog)
-            turn = max(0, self._serving - 1)  # the others planned or served beside this
+            turn = max(0, self._in_flight - 1)  # the others planned or executed beside this
             if policy == "always":  # the instructor's topology first, the router's order
                 ranked.sort(key=lambda o: o.method != "ship")
                 ranked = spread(ranked, turn, queue)
