@@ -37,6 +37,7 @@ from .errors import (
 )
 from .metrics import HistoryFilter, MetricsHistory, percentile, summarize
 from .models import BUILTIN_MODELS, ModelSpec
+from .prompting import estimate_tokens
 from .registry import backend_names, register_backend
 from .types import (
     ChatMessage,
@@ -44,6 +45,7 @@ from .types import (
     GenerationResult,
     KVHandle,
     RequestMetrics,
+    TokenCount,
     WorkerHealth,
 )
 
@@ -74,11 +76,13 @@ __all__ = [
     "RouteConfig",
     "SchemaError",
     "StreamInterrupted",
+    "TokenCount",
     "UnknownRoleError",
     "WorkerHealth",
     "backend_names",
     "data_dir",
     "default_config",
+    "estimate_tokens",
     "load_config",
     "parse_config",
     "percentile",

@@ -34,9 +34,17 @@ from .errors import (
 )
 from .grammar import check_schema
 from .metrics import MetricsHistory
+from .prompting import estimate_prompt_tokens
 from .registry import backend_names, create_backend
 from .threads import ThreadBudget
-from .types import GenerationRequest, GenerationResult, RequestMetrics, WorkerHealth
+from .types import (
+    ChatMessage,
+    GenerationRequest,
+    GenerationResult,
+    RequestMetrics,
+    TokenCount,
+    WorkerHealth,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +100,31 @@ class DisaggregatedClient:
                 backend = self._backends[role] = create_backend(route, self.config, self.budget,
                                                                 cluster)
             return backend
+
+    # -- prompts ----------------------------------------------------------------
+    def context_length(self, role: str) -> int | None:
+        """The context a prompt of ``role`` must fit (with its reply): what the route's
+        backend knows (the embedded context, the remote servers' smallest), else the
+        route's ``n_ctx``, else the model table's; None when nothing says."""
+        route = self.route(role)
+        known = self.backend(role).context_length() or route.n_ctx
+        if known:
+            return known
+        try:
+            return self.config.model(route.model).n_ctx
+        except InferenceError:  # a remote model the table does not list
+            return None
+
+    def count_tokens(self, role: str, messages: Sequence[ChatMessage]) -> TokenCount:
+        """The tokens ``messages`` take as ``role``'s prompt: exact where the route's
+        backend tokenizes here (the embedded engine: its chat template and tokenizer,
+        and the tokens are kept for that prompt's prefill, so a prompt counted and then
+        sent is tokenized once), an upper estimate otherwise (remote servers)."""
+        request = GenerationRequest(role=role, messages=tuple(messages))
+        tokens = self.backend(role).prompt_tokens(request)
+        if tokens is not None:
+            return TokenCount(len(tokens), exact=True)
+        return TokenCount(estimate_prompt_tokens(request.messages), exact=False)
 
     # -- requests ---------------------------------------------------------------
     def generate(self, request: GenerationRequest, on_token: TokenCallback | None = None,

@@ -1,7 +1,9 @@
 """Chat templates and output parsing: a request into prompt text, JSON out of a reply.
 
 Chat templates come from the GGUF metadata (``tokenizer.chat_template``) and
-are rendered with a sandboxed Jinja2 environment. Output of a schema-constrained
+are rendered with a sandboxed Jinja2 environment. Where a route's tokenizer cannot
+run here (a remote server), ``estimate_tokens`` gives an upper estimate of a prompt's
+tokens instead. Output of a schema-constrained
 request (see ``grammar``) is validated again with ``jsonschema``; a failure is a
 typed error carrying the raw text, never a default value.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +24,36 @@ from .errors import ConfigError, OutputValidationError
 from .types import ChatMessage
 
 PLAIN_TEMPLATE = "plain"
+
+# Without the model's tokenizer, a token is taken to cover at most this many
+# letters of a lower-case word (two of a word with capitals inside: ALL CAPS,
+# camelCase, base64), one digit, one punctuation mark, a run of spaces or tabs, or
+# one byte of a non-ASCII character. Measured against SmolLM2's tokenizer on the
+# bundled notebooks' cells and outputs: 1.5 times the real count at the median,
+# 0.83 at the lowest (short outputs of numbers); callers keep a margin for the rest.
+LETTERS_PER_TOKEN = 3
+MESSAGE_TOKENS = 8  # a chat message's role markers, when the template is unknown
+_UNITS = re.compile(r"[A-Za-z]+|[ \t]+|[\s\S]")
+
+
+def estimate_tokens(text: str) -> int:
+    """An upper estimate of ``text``'s tokens for a tokenizer we cannot run."""
+    n = 0
+    for m in _UNITS.finditer(text):
+        unit = m[0]
+        if unit[0] in " \t":
+            n += len(unit) > 1  # one space joins the word after it
+        elif unit[0].isascii() and unit[0].isalpha():
+            per = 2 if any(c.isupper() for c in unit[1:]) else LETTERS_PER_TOKEN
+            n += -(-len(unit) // per)
+        else:
+            n += len(unit.encode("utf-8"))
+    return n
+
+
+def estimate_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    """An upper estimate of the chat prompt of ``messages``, its template unknown."""
+    return MESSAGE_TOKENS + sum(MESSAGE_TOKENS + estimate_tokens(m.content) for m in messages)
 
 
 @functools.lru_cache(maxsize=16)

@@ -211,6 +211,16 @@ class RequestMetrics:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenCount:
+    """How many tokens a prompt takes on a route (``DisaggregatedClient.count_tokens``):
+    ``exact`` when counted with the route's own tokenizer and chat template, otherwise
+    an upper estimate (a remote server whose tokenizer we cannot run here)."""
+
+    tokens: int
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True)
 class GenerationResult:
     text: str
     finish_reason: FinishReason

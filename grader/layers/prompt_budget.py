@@ -3,10 +3,11 @@
 A request to layer 3 or 4 is three things that must fit the model's context
 together: the shared part (system text, instructions, criteria, the solution),
 the student's part (code cells or written answers) and the room the reply may
-take (``max_tokens``). ``TokenCounter`` counts for one route: with the route's
-own tokenizer and chat template when the backend offers one (the embedded
-engine's ``prompt_tokens``), otherwise with a conservative estimate
-(``estimate_tokens``) and a wider safety margin.
+take (``max_tokens``). ``TokenCounter`` counts for one route, through the client
+(``DisaggregatedClient.count_tokens`` and ``context_length``): with the route's own
+tokenizer and chat template where the engine runs the model (the embedded engine,
+which keeps the tokens it counted for the prompt's prefill), otherwise with the
+client's conservative estimate and a wider safety margin here.
 
 The student's part is cut piece by piece, and every cut is described so the
 instructor sees it: ``fit_cells`` keeps the most relevant code cells whole and
@@ -19,52 +20,25 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from inference import DisaggregatedClient, GenerationRequest, InferenceError
+from inference import ChatMessage, DisaggregatedClient, GenerationRequest, estimate_tokens
 
 from ..errors import PromptBudgetError
 
 __all__ = ["Fit", "Piece", "PromptBudgetError", "TokenCounter", "estimate_tokens",
-           "estimated_counter", "fit_cells", "route_counter", "share_answers", "truncate"]
+           "fit_cells", "route_counter", "share_answers", "truncate"]
 
 log = logging.getLogger(__name__)
 
 Count = Callable[[str], int]
 
-# Without the model's tokenizer, a token is taken to cover at most this many
-# letters of a lower-case word (two of a word with capitals inside: ALL CAPS,
-# camelCase, base64), one digit, one punctuation mark, a run of spaces or tabs, or
-# one byte of a non-ASCII character. Measured against SmolLM2's tokenizer on the
-# bundled notebooks' cells and outputs: 1.5 times the real count at the median,
-# 0.83 at the lowest (short outputs of numbers); the margin covers the rest.
-LETTERS_PER_TOKEN = 3
-MESSAGE_TOKENS = 8  # a chat message's role markers, when the template is unknown
 SAFETY_TOKENS = 16  # head room even when counting with the real tokenizer
 ESTIMATE_MARGIN = 0.05  # of the context, on top, when the tokens are estimated
 SEPARATOR_TOKENS = 2  # the blank line between two pieces of the student's part
 UNKNOWN_CONTEXT = 2048  # a remote model of unknown context, until its servers say
 MIN_PIECE_TOKENS = 48  # a cell is cut to no less than this; below, it is left out
-
-
-_UNITS = re.compile(r"[A-Za-z]+|[ \t]+|[\s\S]")
-
-
-def estimate_tokens(text: str) -> int:
-    """An upper estimate of ``text``'s tokens for a tokenizer we cannot run."""
-    n = 0
-    for m in _UNITS.finditer(text):
-        unit = m[0]
-        if unit[0] in " \t":
-            n += len(unit) > 1  # one space joins the word after it
-        elif unit[0].isascii() and unit[0].isalpha():
-            per = 2 if any(c.isupper() for c in unit[1:]) else LETTERS_PER_TOKEN
-            n += -(-len(unit) // per)
-        else:
-            n += len(unit.encode("utf-8"))
-    return n
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,44 +61,29 @@ class TokenCounter:
         return self.n_ctx - self.margin - max_tokens
 
 
-def estimated_counter(n_ctx: int, label: str = "") -> TokenCounter:
-    def request(req: GenerationRequest) -> int:
-        return MESSAGE_TOKENS + sum(MESSAGE_TOKENS + estimate_tokens(m.content)
-                                    for m in req.messages)
-    return TokenCounter(n_ctx, False, estimate_tokens, request, label)
-
-
-def _model_context(client: DisaggregatedClient, model: str) -> int:
-    """The context of a model we have a table for; a remote model we know nothing
-    of gets the smallest context any current model has."""
-    try:
-        return client.config.model(model).n_ctx
-    except InferenceError:
-        return UNKNOWN_CONTEXT
-
-
 def route_counter(client: DisaggregatedClient, role: str) -> TokenCounter:
-    """The counter for ``role``'s route: its context (route, else model default) and
-    its backend's tokenizer when the backend has one (``prompt_tokens``)."""
-    route = client.route(role)
-    backend = client.backend(role)
-    n_ctx = backend.context_length() or route.n_ctx or _model_context(client, route.model)
-    prompt_tokens = getattr(backend, "prompt_tokens", None)
-    if not callable(prompt_tokens):
-        log.info("route %s: no tokenizer at hand, prompt tokens are estimated", route.name)
-        return estimated_counter(n_ctx, route.name)
+    """The counter for ``role``'s route, asking the client: its context (a remote model
+    nobody knows the context of gets the smallest any current model has) and its
+    prompts' tokens. A piece of the student's part counts as the tokens it adds to a
+    chat, exactly where the route tokenizes (else by the estimate)."""
+    label = client.route(role).name
+    n_ctx = client.context_length(role) or UNKNOWN_CONTEXT
 
     def request(req: GenerationRequest) -> int:
-        return len(prompt_tokens(req))
+        return client.count_tokens(role, req.messages).tokens
 
-    overhead = request(GenerationRequest.chat(role, None, "x")) - 1
+    probe = client.count_tokens(role, [ChatMessage("user", "x")])
+    if not probe.exact:
+        log.info("route %s: no tokenizer at hand, prompt tokens are estimated", label)
+        return TokenCounter(n_ctx, False, estimate_tokens, request, label)
+    overhead = probe.tokens - 1
 
     def text(value: str) -> int:
         if not value.strip():
             return len(value) and 1
         return max(0, request(GenerationRequest.chat(role, None, value)) - overhead)
 
-    return TokenCounter(n_ctx, True, text, request, route.name)
+    return TokenCounter(n_ctx, True, text, request, label)
 
 
 # --- pieces of the student's part, and how they are cut --------------------------------

@@ -70,6 +70,13 @@ class Backend(ABC):
         """The context size a prompt must fit, where the backend knows it."""
         return None
 
+    def prompt_tokens(self, request: GenerationRequest) -> list[int] | None:
+        """The request's prompt as the route's model reads it (its chat template and
+        tokenizer), where the backend can tokenize here; None where it cannot (the
+        client then estimates). A backend that can keeps the tokens for the prefill of
+        the same prompt, so counting a prompt and sending it tokenizes it once."""
+        return None
+
     def deterministic(self, request: GenerationRequest) -> bool:
         """Whether the same request always gets the same reply here (greedy decoding on
         our own engine): then a second try of a reply that failed its schema is no use."""

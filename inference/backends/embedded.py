@@ -24,6 +24,7 @@ from ._llama import Context, LoadedModel
 from .base import Backend, TokenCallback
 from .batched import BatchDecoder
 from .decoding import Decoding, RouteModel
+from .prompt_tokens import PromptTokens
 from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class EmbeddedBackend(Backend):
         self.prefix_cache = prefix_cache if prefix_cache is not None else (
             PrefixCache(cache_bytes, min_tokens=self.n_batch) if cache_bytes > 0 else None)
         self.route_model = RouteModel(self.spec)
+        self.prompts = PromptTokens()  # a prompt counted while fitting is not tokenized again
         self.prefill_worker: Worker[Context] = Worker(
             worker_name or f"{route.role}/prefill", "prefill", route.role, route.name,
             self._new_context)
@@ -124,10 +126,18 @@ class EmbeddedBackend(Backend):
 
     # -- the request path -----------------------------------------------------
     def prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        """The prompt's tokens, remembered by its messages (``PromptTokens``)."""
+        return self.prompts.get(request.messages, lambda: self.tokenize(self.prompt_text(request)))
+
+    def prompt_text(self, request: GenerationRequest) -> str:
+        """The request's chat rendered with the model's (or the spec's) template."""
         model = self.model()
         template = self.spec.chat_template or model.chat_template
-        text = render_chat(request.messages, template, model.bos_text, model.eos_text)
-        return model.tokenize(text)
+        return render_chat(request.messages, template, model.bos_text, model.eos_text)
+
+    def tokenize(self, text: str) -> list[int]:
+        """``text`` in the model's tokens (every prompt's tokens come from here)."""
+        return self.model().tokenize(text)
 
     def _metrics(self, request: GenerationRequest, method: str) -> RequestMetrics:
         return RequestMetrics(
