@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 
 IndexedTokenCallback = Callable[[int, str], None]
 
+# A reply that failed its JSON schema is tried once more (see ``generate``): with this
+# much more room when max_tokens cut it, and another seed where decoding samples.
+RETRY_GROWTH = 1.5
+RETRY_SEED_STEP = 7919
+RETRY_MARGIN = 16  # tokens of the context kept free when the retry's room grows
+
 
 class DisaggregatedClient:
     def __init__(self, config: EngineConfig | None = None,
@@ -132,10 +138,16 @@ class DisaggregatedClient:
         """Serve one request. ``restartable``: the caller accepts that a reply whose
         server died mid-stream starts again on another server (its ``on_token`` then
         sees a line saying so, and the text again from the start); without it that
-        request fails with StreamInterrupted. A reply whose JSON fails its schema (cut
-        by max_tokens, or a server whose grammar let it through) is tried once more with
-        another seed where that can change it (not greedy decoding here), and where a
-        stream may start again; the second failure is the caller's.
+        request fails with StreamInterrupted.
+
+        Bad JSON: this is the one place a reply whose JSON fails its schema is tried
+        again, once, where that can change it: a reply cut by max_tokens gets
+        RETRY_GROWTH times the room, as far as the route's context allows (greedy
+        decoding then writes the same reply further); a sampled one (not greedy decoding
+        on our engine) gets another seed; a greedy reply that ended by itself would come
+        out the same and is not tried again, nor is a stream the caller cannot restart.
+        The second failure is the caller's; a reply that passed on its second try says
+        what the first failed of in ``retried_after``.
 
         The history gets a row per reply: a restarted one is one row, not an error and
         a success, with the note "restarted after a cut stream on SERVER"; a reply tried
@@ -147,17 +159,18 @@ class DisaggregatedClient:
         try:
             return self._generate(route, request, on_token, start, record_cut=not restartable)
         except OutputValidationError as exc:
-            if self.backend(request.role).deterministic(request) or (
-                    on_token is not None and not restartable):
+            before = exc.metrics if isinstance(exc.metrics, RequestMetrics) else None
+            retry = None if on_token is not None and not restartable else \
+                self._json_retry(request, before)
+            if retry is None:
                 raise
-            log.warning("role %s: %s; trying the reply once more", request.role, exc)
+            log.warning("role %s: %s; trying the reply once more (max_tokens %s)",
+                        request.role, exc, retry.max_tokens)
             if on_token is not None:
                 on_token("\n[the reply was not valid JSON; trying once more]\n")
-            before = exc.metrics if isinstance(exc.metrics, RequestMetrics) else None
-            retry = dataclasses.replace(request, seed=request.seed + 7919,
-                                        request_id=uuid.uuid4().hex[:12])
-            return self._generate(route, retry, on_token, start,
-                                  retried=(f"tried again after: {exc}", before))
+            result = self._generate(route, retry, on_token, start,
+                                    retried=(f"tried again after: {exc}", before))
+            return dataclasses.replace(result, retried_after=str(exc))
         except StreamInterrupted as exc:
             if not restartable:
                 raise
@@ -172,6 +185,24 @@ class DisaggregatedClient:
                 on_token("\n[the server failed mid-reply; restarting on another server]\n")
             return self._generate(route, request, on_token, start, retried=(
                 note, before if isinstance(before, RequestMetrics) else None))
+
+    def _json_retry(self, request: GenerationRequest,
+                    before: RequestMetrics | None) -> GenerationRequest | None:
+        """The second try of a request whose reply failed its schema, or None where a
+        second try could not change the reply (``generate`` says when)."""
+        changes: dict[str, object] = {}
+        if before is not None and before.finish_reason == "length":
+            first = request.max_tokens or before.decode_tokens
+            n_ctx = self.context_length(request.role)
+            if first and n_ctx and before.prompt_tokens:
+                room = n_ctx - RETRY_MARGIN - before.prompt_tokens
+                grown = max(first, min(int(first * RETRY_GROWTH), room))
+                if grown > first:
+                    changes["max_tokens"] = grown
+        if not changes and self.backend(request.role).deterministic(request):
+            return None
+        return dataclasses.replace(request, seed=request.seed + RETRY_SEED_STEP,
+                                   request_id=uuid.uuid4().hex[:12], **changes)
 
     def _generate(self, route: RouteConfig, request: GenerationRequest,
                   on_token: TokenCallback | None, start: tuple[float, float], *,

@@ -227,6 +227,9 @@ class GenerationResult:
     metrics: RequestMetrics
     parsed: Any = None  # the decoded JSON value when the request carried a schema
     tokens: tuple[int, ...] = ()
+    # Why the first try failed, when this reply is the client's second (its one retry
+    # of a reply that failed its JSON schema); "" for a first try.
+    retried_after: str = ""
 
 
 @dataclass(frozen=True, slots=True)

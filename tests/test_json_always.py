@@ -100,6 +100,9 @@ def test_an_invalid_reply_is_tried_once_more_only_where_that_can_change_it(both,
     try:
         with pytest.raises(OutputValidationError):
             greedy.generate(cut)
-        assert errors(greedy) == 1  # greedy: the same reply again would be no use
+        # greedy but cut by max_tokens: tried once more with more room (4 tokens: still cut)
+        rows = [m for m in greedy.history.recent(50) if "OutputValidationError" in m.error]
+        assert len(rows) == 2
+        assert sorted(r.decode_tokens for r in rows) == [3, 4]
     finally:
         greedy.close()

@@ -277,7 +277,8 @@ def test_a_context_too_small_for_one_criterion_is_a_clear_error():
 class CharModel(Backend):
     """A fake model with a real context limit: one token per three characters of the
     chat, ContextOverflowError past the route's n_ctx; the first reply of each request
-    fails its schema when ``invalid_first`` (so the repair path runs too)."""
+    is cut by max_tokens and fails its schema when ``invalid_first`` (so the client's
+    retry with more room runs too)."""
 
     invalid_first = False
     seen: ClassVar[list[tuple[int, int]]] = []  # (prompt tokens, max_tokens) of each request
@@ -300,6 +301,7 @@ class CharModel(Backend):
         m = RequestMetrics(role=request.role, route=self.route.name, started_at=time.time(),
                            finished_at=time.time(), method="single", prompt_tokens=n)
         if type(self).invalid_first and request.seed == 0:
+            m.finish_reason = "length"
             raise OutputValidationError("model output is not valid JSON", "{", m)
         parsed = {}
         for cid, spec in request.json_schema["properties"].items():
@@ -310,7 +312,7 @@ class CharModel(Backend):
         return GenerationResult(json.dumps(parsed), "stop", m, parsed=parsed)
 
     def deterministic(self, request):
-        return True  # greedy: the client's second try would be the same; the layer repairs
+        return True  # greedy: the client tries a cut reply again with more room, only
 
     def health(self):
         return [WorkerHealth("chars", self.route.role, self.route.name, "generate", "up")]

@@ -5,12 +5,15 @@ so the ``code`` and ``feedback`` roles run in parallel threads. Each request is
 fitted to its route's context first (``grader.layers.llm_requests``): what was cut from
 the student's part is recorded in the layer's details (``cut``) and notes, and a
 rubric with more criteria than one reply can hold is asked in groups, one request
-each, merged here. Each is decoded under a JSON schema; a reply that fails it gets
-one repair attempt (with more room, within the context), and if that fails too
-the layer says so (its criteria keep their deterministic score and go to review):
-never a default verdict. Claims citing cells that are not the student's are
-dropped and counted. Each layer records its requests' metrics (start/finish
-times, prefill and decode speeds, cached tokens, route).
+each, merged here. Each is decoded under a JSON schema; a reply that fails it is
+tried again by the client, once, where that can change it (more room for a reply cut
+by max_tokens, within the context; another seed for a sampled one: the one retry
+policy, ``DisaggregatedClient.generate``), and if that fails too the layer says so
+(its criteria keep their deterministic score and go to review): never a default
+verdict. The first try's failure is kept in the details (``first_attempt_error``).
+Claims citing cells that are not the student's are dropped and counted. Each layer
+records its requests' metrics (start/finish times, prefill and decode speeds, cached
+tokens, route).
 """
 
 from __future__ import annotations
@@ -25,10 +28,8 @@ from typing import Any
 
 from inference import (
     DisaggregatedClient,
-    GenerationRequest,
     GenerationResult,
     InferenceError,
-    OutputValidationError,
     RequestMetrics,
 )
 
@@ -39,7 +40,6 @@ from .prompt_budget import TokenCounter, route_counter
 
 log = logging.getLogger(__name__)
 SAMPLE_TEMPERATURE = 0.7  # for the extra samples of --samples k
-REPAIR_GROWTH = 1.5  # a repair attempt's max_tokens, over the first attempt's
 LAYER_ROLES = {"L3": "code", "L4": "feedback"}
 # A model that only advises (the bundled tiny ones, ``can_judge = false``) reads at
 # most this much of the student's work per request, whatever its context allows:
@@ -184,9 +184,8 @@ class LLMLayers:
         output: dict[str, Any] = {}
         metrics, samples = [], []
         for plan, res, extra in answers:
-            if isinstance(res, OutputValidationError):
-                lr.details.setdefault("first_attempt_error", str(res))
-                res = self._repair(plan, res)
+            if isinstance(res, GenerationResult) and res.retried_after:
+                lr.details.setdefault("first_attempt_error", res.retried_after)
             if isinstance(res, InferenceError):
                 group = f" (criteria {', '.join(plan.criteria)})" if len(plans) > 1 else ""
                 lr.error = f"{type(res).__name__}{group}: {res}"
@@ -214,21 +213,6 @@ class LLMLayers:
             return self.client.config.can_judge(role)
         except InferenceError:
             return False
-
-    def _repair(self, plan: PlannedRequest,
-                err: OutputValidationError) -> GenerationResult | InferenceError:
-        """One repair attempt: the same request with room to finish the JSON."""
-        req = plan.request
-        first = req.max_tokens or 256
-        room = max(first, min(int(first * REPAIR_GROWTH), plan.room_for_reply))
-        log.info("role %s: output failed its schema (%s); one repair attempt with %d tokens",
-                 req.role, err, room)
-        retry = GenerationRequest(role=req.role, messages=req.messages, max_tokens=room,
-                                  temperature=0.0, seed=req.seed + 1, json_schema=req.json_schema)
-        try:
-            return self.client.generate(retry)
-        except InferenceError as exc:
-            return exc
 
 
 def _drop_claims(output: dict[str, Any], allowed: set[str], ctx: SubmissionContext) -> int:

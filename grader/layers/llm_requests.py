@@ -116,7 +116,7 @@ class PlannedRequest:
 
     @property
     def room_for_reply(self) -> int:
-        """The most tokens a reply (or a repair attempt's) can have in this context."""
+        """The most tokens a reply (or the client's retry of it) can have in this context."""
         return self.n_ctx - self.margin - self.prompt_tokens
 
 
