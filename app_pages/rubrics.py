@@ -31,6 +31,8 @@ from grader.rubrics.edit import (
     EditProblem,
     rows_from_rubric,
     rubric_from_rows,
+    target_help,
+    type_help,
 )
 from grader.rubrics.edit_levels import LEVEL_COLUMNS, level_rows
 from grader.rubrics.import_seed import ImportReport
@@ -78,16 +80,12 @@ LEVELS_CONFIG = {
 CHECKS_CONFIG = {
     "criterion": st.column_config.TextColumn(
         "criterion", help="The id of the criterion this check belongs to.", required=True),
-    "type": st.column_config.SelectboxColumn("type", options=CHECK_TYPES, required=True),
+    "type": st.column_config.SelectboxColumn("type", options=CHECK_TYPES, required=True,
+                                             help=type_help()),
     "weight": st.column_config.NumberColumn(
         "weight", help="Share of the criterion's points; a criterion's weights add up to 1.",
         min_value=0.0, max_value=1.0),
-    "target": st.column_config.TextColumn(
-        "target", help="assigns: variable names, calls: function names (comma-separated; "
-        "read_csv | read.csv accepts either); output: the variable; answer: the question's "
-        "text; test: its name; value: the expression to evaluate, e.g. nrow(sales); "
-        "printed: a regular expression (or leave empty and give number=); plot: the "
-        "question; runs: none."),
+    "target": st.column_config.TextColumn("target", help=target_help()),
     "options": st.column_config.TextColumn(
         "options", width="large",
         help="Other fields as key=value; key=value, e.g. compare=type, shape; "

@@ -11,6 +11,7 @@ it may import; ``tests/test_layout.py`` holds the arrows to these rules):
 - ``errors``, ``types``, ``safe_text``, ``events``, ``pyast`` (thread-safe parsing): the
   vocabulary every room uses;
 - ``notebooks``: files in (notebooks, ZIPs, whose notebook it is);
+- ``check_types``: what a check type is, and the registry of them;
 - ``rubrics``: the rubric language, its editor's text and the importers;
   ``assignment``: an assignment folder (rubric, template, solution, data);
 - ``analysis``: reading the student's work without running it;
@@ -21,7 +22,9 @@ it may import; ``tests/test_layout.py`` holds the arrows to these rules):
 - ``store``: SQLite (grades, overrides, batches, rubric versions, files);
 - ``letters`` and ``exports``: what the student and the gradebook receive;
 - ``views``: the rows and words the pages show; ``service``: what the pages call;
-- ``cli``: ``python -m grader``.
+- ``cli``: ``python -m grader``;
+- ``checks``: one module per check type, registered when this package loads (each
+  reaches down into the layers and the letters to evaluate and say it).
 
 The names below are the public surface; they load on first use, so importing one
 room (the sandbox runner's, say) does not import them all.
@@ -50,6 +53,8 @@ if TYPE_CHECKING:
     from .rubrics.schema import Rubric, load_rubric, save_rubric
     from .store.database import Store
     from .types import GradeReport, Notebook
+
+from . import checks as _checks  # noqa: F401  (registers the check types: grader.check_types)
 
 _WHERE = {
     "Assignment": "assignment", "load_assignment": "assignment",

@@ -50,31 +50,22 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from . import check_types
 from .judged_points import judge_key_points
 from .points import as_points, gradebook, total
 from .rubrics.checks import Check
 from .rubrics.schema import Criterion, Rubric
-from .types import CheckResult, CriterionResult, GradeReport, LayerResult
+from .types import CheckResult, CriterionResult, Facts, GradeReport, LayerResult
 
-CHECK_LAYER = {"assigns": "L1", "calls": "L1", "answer": "L1", "output": "L2", "runs": "L2",
-               "test": "L2", "value": "L2", "printed": "L2", "plot": "L2", "code": "L1",
-               "documented": "L1", "ran": "L1"}
 GATES = ("unlike_template",)  # flags that score a notebook 0 and send it to review
 
 
 def _find(results: list[CheckResult], crit: Criterion, check: Check) -> CheckResult | None:
-    return next(
-        (
-            r
-            for r in results
-            if r.criterion_id == crit.id and r.check == check.type and r.target == check.target
-        ),
-        None,
-    )
+    return next((r for r in results if r.criterion_id == crit.id and r.check == check.type
+                 and r.target == check.target), None)
 
 
 MANUAL = "for you to grade"  # the review reason of a manual criterion, said first
-CHARGED_ONCE = ("value", "test", "printed")  # value comparisons only: no method part
 
 
 def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
@@ -88,7 +79,7 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
     out = CriterionResult(crit.id, crit.title, crit.kind, crit.points, 0.0)
     fraction = charged = relieved = 0.0
     for check in crit.checks:
-        layer = CHECK_LAYER[check.type]
+        layer = check_types.of(check.type).layer
         res = _find(all_checks, crit, check)
         if res is None:
             lr = layers.get(layer)
@@ -103,7 +94,9 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
         if check.type == "output" and check.variable in hardcoded and res.score > 0:
             res = dataclasses.replace(
                 res, score=0.0,
-                message=f"{res.message}; scored 0: {check.variable} is hard-coded, not computed")
+                message=f"{res.message}; scored 0: {check.variable} is hard-coded, not computed",
+                facts=dataclasses.replace(res.facts, counts=(*res.facts.counts,
+                                                             ("hardcoded", 1))))
         if check.hidden and not res.hidden:  # the rubric's word, whichever layer evaluated it
             res = dataclasses.replace(res, hidden=True)
         upstream = failed_upstream(check) if failed_upstream and check.depends_on else []
@@ -165,7 +158,9 @@ def _apply_levels(crit: Criterion, out: CriterionResult, results: list[CheckResu
         evidence = tuple(e for _, r in got if r is not None for e in r.evidence)[:3]
         out.checks.append(CheckResult(
             crit.id, "level", f"level {n}", level.credit, 1.0, "L1",
-            level.says or f"level {n} of {len(crit.levels)}", evidence))
+            level.says or f"level {n} of {len(crit.levels)}", evidence,
+            facts=Facts("level", counts=(("level", n), ("levels", len(crit.levels))),
+                        quoted=level.says)))
         out.points = round(crit.points * level.credit, 4)
         return
     said = "; ".join(f"{lv.credit:.0%} {lv.says}".strip() for lv in crit.levels)
@@ -179,11 +174,12 @@ def _charged_once(res: CheckResult, upstream: list[str]) -> tuple[CheckResult, b
     its method part (type, shape, columns); value, test and printed checks are not
     charged. Returns the result as reported, and whether it is left out."""
     names = ", ".join(f"`{u}`" for u in upstream)
-    if res.check == "output" and res.method_score is not None:
+    how = check_types.of(res.check).charged_once
+    if how == "method" and res.method_score is not None:
         return dataclasses.replace(res, score=res.method_score, message=(
             f"{res.message}; charged once: {names} failed upstream, so the values are not "
             "charged again, only the method (type, shape, columns)")), False
-    if res.check == "output" or res.check in CHARGED_ONCE:
+    if how != "none":  # values only (a method check without a method part: values too)
         return dataclasses.replace(res, message=(
             f"{res.message}; not charged: its values follow from {names}, which failed "
             "upstream and is charged there")), True

@@ -88,6 +88,61 @@ class Flag:
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """One aspect of a comparison with the solution (an ``output`` check's type, shape,
+    columns, rows or values), as data: whether it matched, which way it differs
+    (``how``), what the student's variable has (``got``) and what is expected
+    (``want``), the columns ``missing`` and ``extra`` (or the solution's, in order), and
+    where values first differ (``at``: "row 3"; ``column`` or ``position``; ``stat``
+    when summaries were compared) with the ``counts`` ``differ`` and ``of``."""
+
+    name: str
+    ok: bool
+    how: str = ""
+    got: str = ""
+    want: str = ""
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    at: str = ""
+    column: str = ""
+    position: str = ""
+    stat: str = ""  # values compared by summary: the statistic that differs (sum, mean, ...)
+    counts: tuple[tuple[str, float], ...] = ()
+
+    def count(self, name: str, default: float = 0) -> float:
+        return next((v for k, v in self.counts if k == name), default)
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a check found, as data: the letters and pages say it from these, never by
+    reading ``CheckResult.message`` (the sentence the JSON keeps for the instructor).
+
+    ``state`` is one word for what the check met (each type's module lists its own:
+    ``missing``, ``no_own_code``, ``not_found``, ``unanswered``, ``errors``, ...);
+    ``expected``, ``found`` and ``missing`` name what it looked for, saw and did not
+    see; ``counts`` holds its numbers by name (``errors``, ``cells``, ``words``, ...).
+    """
+
+    state: str = ""
+    expected: tuple[str, ...] = ()
+    found: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    counts: tuple[tuple[str, float], ...] = ()
+    quoted: str = ""  # a text of the rubric's the result stands on (a level's sentence)
+    parts: tuple[Part, ...] = ()  # output: each compared aspect
+
+    def count(self, name: str, default: float = 0) -> float:
+        return next((v for k, v in self.counts if k == name), default)
+
+    def has(self, name: str) -> bool:
+        return any(k == name for k, _ in self.counts)
+
+
+NO_FACTS = Facts()
+
+
+@dataclass(frozen=True, slots=True)
 class CheckResult:
     """The outcome of one rubric check for one submission.
 
@@ -114,6 +169,7 @@ class CheckResult:
     # their own; None when the check compares values only. Scoring uses it when an
     # upstream slip is charged once (``depends_on``).
     method_score: float | None = None
+    facts: Facts = NO_FACTS  # what it found, as data (``Facts``)
 
 
 @dataclass(slots=True)

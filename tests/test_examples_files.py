@@ -16,11 +16,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader import check_types
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 ASSIGNMENTS = sorted(p.parent for p in EXAMPLES.glob("*/assignment.toml"))
-CHECK_TYPES = {"assigns", "calls", "output", "runs", "answer", "test", "value", "printed", "plot",
-               "code", "documented", "ran"}
+CHECK_TYPES = set(check_types.names())
 UNRUN = {"no_outputs", "never_ran"}  # submitted without running: no outputs stored, on purpose
 ASPECTS = {"type", "shape", "columns", "values", "rows"}
 KERNELS = {"python": "python3", "r": "ir"}

@@ -44,6 +44,7 @@ from grader.letters.places import readable_id
 from grader.notebooks.load import load_notebook
 from grader.pipeline import GradeInput, Grader
 from grader.points import as_points, points_text
+from grader.store.legacy_facts import legacy_facts
 from grader.types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -54,7 +55,10 @@ SCORE = re.compile(r"(\d+(?:\.\d+)?) / (\d+(?:\.\d+)?)")
 
 def chk(crit: str, kind: str, target: str, score: float, message: str,
         evidence: tuple[Evidence, ...] = (), status: str = "ok") -> CheckResult:
-    return CheckResult(crit, kind, target, score, 1.0, "L1", message, evidence, status)
+    """A result as a layer makes it: its sentence, and the facts the letter reads (those
+    a layer gives with that sentence)."""
+    return CheckResult(crit, kind, target, score, 1.0, "L1", message, evidence, status,
+                       facts=legacy_facts(kind, message, target))
 
 
 def crit(cid: str, kind: str, max_points: float, points: float, checks: list[CheckResult],

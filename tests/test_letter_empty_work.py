@@ -13,7 +13,7 @@ from grader.layers.base import GradeOptions
 from grader.letters.build import build_letter, letter_markdown
 from grader.notebooks.load import load_notebook
 from grader.pipeline import GradeInput, Grader
-from grader.types import CheckResult, CriterionResult, GradeReport
+from grader.types import CheckResult, CriterionResult, Evidence, Facts, GradeReport
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RERUN = "Run your code for this part again"
@@ -44,7 +44,8 @@ def test_template_only_letter_says_what_is_missing_not_run_again(template_only):
 
 
 def test_a_failed_test_of_real_work_still_says_run_it_again():
-    ch = CheckResult("q1", "test", "sums", 0.0, 1.0, "L2", "failed: AssertionError")
+    ch = CheckResult("q1", "test", "sums", 0.0, 1.0, "L2", "failed: AssertionError",
+                     (Evidence(None, None, "AssertionError"),), facts=Facts("failed"))
     crit = CriterionResult("q1", "Sums", "code", 2, 0.0, checks=[ch])
     r = GradeReport("s.ipynb", "x", "demo", "v1", "graded", 0.0, 2, display_name="Student 001",
                     criteria=[crit])
@@ -54,8 +55,9 @@ def test_a_failed_test_of_real_work_still_says_run_it_again():
 
 
 def test_a_test_failing_on_the_templates_stub_says_the_placeholder_is_still_there():
-    ch = CheckResult("q1", "test", "sums", 0.0, 1.0, "L2",
-                     "failed: NotImplementedError: ", (), "ok")
+    ch = CheckResult("q1", "test", "sums", 0.0, 1.0, "L2", "failed: NotImplementedError: ",
+                     (Evidence(None, None, "NotImplementedError: "),), "ok",
+                     facts=Facts("failed"))
     crit = CriterionResult("q1", "Sums", "code", 2, 0.0, checks=[ch])
     r = GradeReport("s.ipynb", "x", "demo", "v1", "graded", 0.0, 2, display_name="Student 001",
                     criteria=[crit])

@@ -41,8 +41,9 @@ from grader.sandbox.execution import (
     kernel_available,
     sandbox_available,
 )
+from grader.store.legacy_facts import legacy_facts
 from grader.store.serialize import report_from_json, report_to_json
-from grader.types import CheckResult, CriterionResult, GradeReport
+from grader.types import CheckResult, CriterionResult, Evidence, GradeReport
 
 needs_kernel = pytest.mark.skipif(not sandbox_available() or not kernel_available("python"),
                                   reason="bubblewrap or the Python kernel is missing")
@@ -190,7 +191,12 @@ def graded(check: CheckResult, points: float = 0.0) -> GradeReport:
 
 
 def result(score: float, message: str, hidden: bool = False, status="ok") -> CheckResult:
-    return CheckResult("fn", "test", "doubles", score, 1.0, "L2", message, (), status, hidden)
+    """A test's result as grader.layers.tests makes it: the state in its facts, what the
+    test reported as its evidence."""
+    detail = message.partition(": ")[2]
+    return CheckResult("fn", "test", "doubles", score, 1.0, "L2", message,
+                       (Evidence(None, None, detail),) if detail else (), status, hidden,
+                       facts=legacy_facts("test", message))
 
 
 def test_the_store_keeps_hidden_and_older_records_read_as_visible():

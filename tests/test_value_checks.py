@@ -20,7 +20,7 @@ from grader.assignment import Assignment
 from grader.errors import RubricError
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
 from grader.layers.outputs import OutputLayer, solution_run
-from grader.layers.printed import no_outputs_flag, numbers_in, revealer_cells, scope
+from grader.layers.outputs_read import no_outputs_flag, numbers_in, revealer_cells, scope
 from grader.layers.values import key_disagreements, values_equal
 from grader.notebooks.load import load_notebook
 from grader.rubrics.checks import freeze

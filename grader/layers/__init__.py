@@ -2,7 +2,7 @@
 
 ``structure`` (L1) grades structure and completeness from the notebook's text;
 ``outputs`` (L2) runs the notebook in the sandbox and checks values against the
-solution run the same way (``compare``; ``values``, ``tests`` and ``printed`` for the
+solution run the same way (``compare``; ``values``, ``tests`` and ``outputs_read`` for the
 instructor's expressions, tests and printed output; ``stale`` for submitted outputs that
 disagree with our run; ``slips`` for a later part's failed cell, charged where it failed);
 ``llm`` runs L3 (code analysis) and L4
@@ -10,7 +10,7 @@ disagree with our run; ``slips`` for a later part's failed cell, charged where i
 ``prompts`` and fitted to each route's context by ``prompt_budget``. A layer that
 crashes returns a result with the error attached.
 
-May import: errors, types, pyast, assignment, rubrics, analysis, sandbox, packages, and
-``inference``'s
-public names (the client interface only).
+May import: errors, types, pyast, check_types (each check type's facets), assignment,
+rubrics, analysis, sandbox, packages, and ``inference``'s public names (the client
+interface only).
 """

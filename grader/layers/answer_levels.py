@@ -8,6 +8,7 @@ points found and the ones missing, so the letter can say what a complete answer 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..analysis.template import TemplateMatch
 from ..rubrics.checks import Check
@@ -18,6 +19,7 @@ from ..rubrics.levels import (
     points_found,
     word_floor,
 )
+from ..types import Facts
 
 
 def printed_numbers(match: TemplateMatch) -> list[float]:
@@ -47,8 +49,8 @@ def level_of(check: Check, found: int, words: int) -> AnswerLevel | None:
 
 
 def answer_level(check: Check, text: str, words: int,
-                 printed: list[float]) -> tuple[float, str, list[str]]:
-    """(credit, message, the key points found) of an answered question."""
+                 printed: list[float]) -> tuple[float, str, list[str], Facts]:
+    """(credit, message, the key points found, the facts) of an answered question."""
     kps = check.key_points
     found = points_found(kps, _without_question(text, check.question), printed) if kps else []
     n = sum(found)
@@ -65,10 +67,17 @@ def answer_level(check: Check, text: str, words: int,
         if miss:
             msg += f" (missing: {'; '.join(miss)})"
     have_points = [kp.point for kp, ok in zip(kps, found, strict=True) if ok]
+    counts: list[tuple[str, float]] = [("words", words), ("asked", check.min_words),
+                                       ("key_points", len(kps))]
+    facts = Facts("answered", found=tuple(have_points),
+                  missing=tuple(kp.point for kp, ok in zip(kps, found, strict=True) if not ok))
     if level is None:
         if words < (floor := word_floor(check.min_words)):  # (``level_of``'s floor)
             return 0.0, (f"{msg}; too short for credit without a key point (at least {floor} "
-                         "words)"), have_points
-        return 0.0, f"{msg}; no level of the rubric is met", have_points
+                         "words)"), have_points, replace(
+                facts, state="too_short", counts=(*counts, ("floor", floor)))
+        return 0.0, f"{msg}; no level of the rubric is met", have_points, replace(
+            facts, state="no_level", counts=tuple(counts))
     says = f": {level.says}" if level.says else ""
-    return level.credit, f"{msg}; level {level.credit:.0%}{says}", have_points
+    return level.credit, f"{msg}; level {level.credit:.0%}{says}", have_points, replace(
+        facts, counts=(*counts, ("level", round(level.credit * 100))), quoted=level.says)

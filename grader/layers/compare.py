@@ -21,6 +21,9 @@ import math
 from typing import Any
 
 from ..sandbox.inspect_code import VariableSummary
+from ..types import Part
+
+Compared = tuple[bool, str, Part]  # (matched, what differs for the instructor, as data)
 
 ASPECTS = ("type", "shape", "columns", "values", "rows")
 
@@ -55,12 +58,28 @@ def compare_variables(
     ignore_order: bool = False,
 ) -> dict[str, tuple[bool, str]]:
     """aspect -> (passed, message) for each aspect in ``compare``."""
+    return {aspect: (ok, message) for aspect, (ok, message, _) in compare_aspects(
+        student, solution, compare, rtol, atol, ignore_order).items()}
+
+
+def compare_aspects(
+    student: VariableSummary,
+    solution: VariableSummary,
+    compare: list[str],
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    ignore_order: bool = False,
+) -> dict[str, Compared]:
+    """aspect -> (passed, message, the ``Part`` that says it as data), for each aspect
+    in ``compare``."""
     unknown = [a for a in compare if a not in ASPECTS]
     if unknown:
         raise ValueError(f"unknown aspects {unknown}; choose from {list(ASPECTS)}")
     problem = _unusable(student, "the student's notebook") or _unusable(solution, "the solution")
     if problem:
-        return {aspect: (False, problem) for aspect in compare}
+        how = ("undefined" if not student.exists else "uninspectable" if student.error
+               else "no_key")
+        return {aspect: (False, problem, Part(aspect, False, how)) for aspect in compare}
     checks = {"type": _type, "shape": _shape, "columns": _columns, "rows": _rows, "values": _values}
     return {
         aspect: checks[aspect](student, solution, rtol, atol, ignore_order) for aspect in compare
@@ -75,53 +94,62 @@ def _unusable(var: VariableSummary, whose: str) -> str:
     return ""
 
 
-def _type(st: VariableSummary, so: VariableSummary, *_: Any) -> tuple[bool, str]:
+def _type(st: VariableSummary, so: VariableSummary, *_: Any) -> Compared:
+    part = Part("type", True, got=st.type, want=so.type)
     if st.type == so.type:
-        return True, f"type {st.type} matches the solution"
+        return True, f"type {st.type} matches the solution", part
     family = _FAMILY.get(st.type, st.type)
     if family == _FAMILY.get(so.type, so.type):
-        return True, f"type {st.type} ~ solution {so.type} (both {family}s)"
-    return False, f"type {st.type} != solution {so.type}"
+        return True, f"type {st.type} ~ solution {so.type} (both {family}s)", part
+    return False, f"type {st.type} != solution {so.type}", Part("type", False, "differ",
+                                                                  st.type, so.type)
 
 
 def _fmt(shape: tuple[int, ...] | None) -> str:
     return "none (a scalar)" if shape is None else str(tuple(shape))
 
 
-def _shape(st: VariableSummary, so: VariableSummary, *_: Any) -> tuple[bool, str]:
-    if st.shape == so.shape:
-        return True, f"shape {_fmt(st.shape)} matches the solution"
-    return False, f"shape {_fmt(st.shape)} != solution {_fmt(so.shape)}"
+def _shape(st: VariableSummary, so: VariableSummary, *_: Any) -> Compared:
+    ok = st.shape == so.shape
+    part = Part("shape", ok, "" if ok else "differ", _fmt(st.shape), _fmt(so.shape))
+    if ok:
+        return True, f"shape {_fmt(st.shape)} matches the solution", part
+    return False, f"shape {_fmt(st.shape)} != solution {_fmt(so.shape)}", part
 
 
-def _rows(st: VariableSummary, so: VariableSummary, *_: Any) -> tuple[bool, str]:
-    if st.rows == so.rows:
-        return True, f"{st.rows} rows, as in the solution"
-    return False, f"rows {st.rows} != solution {so.rows}"
+def _rows(st: VariableSummary, so: VariableSummary, *_: Any) -> Compared:
+    ok = st.rows == so.rows
+    part = Part("rows", ok, "" if ok else "differ", str(st.rows), str(so.rows))
+    if ok:
+        return True, f"{st.rows} rows, as in the solution", part
+    return False, f"rows {st.rows} != solution {so.rows}", part
 
 
 def _columns(
     st: VariableSummary, so: VariableSummary, _r: float, _a: float, ignore_order: bool
-) -> tuple[bool, str]:
+) -> Compared:
+    mine = tuple(str(c) for c in st.columns or ())
+    theirs = tuple(str(c) for c in so.columns or ())
     if so.columns is None:
-        return (
-            st.columns is None,
-            "no columns, as in the solution"
-            if st.columns is None
-            else f"has columns {list(st.columns)} but the solution has none",
-        )
+        if st.columns is None:
+            return True, "no columns, as in the solution", Part("columns", True)
+        return False, f"has columns {list(st.columns)} but the solution has none", Part(
+            "columns", False, "not_table", extra=mine)
     if st.columns is None:
-        return False, f"no columns; the solution has {list(so.columns)}"
+        return False, f"no columns; the solution has {list(so.columns)}", Part(
+            "columns", False, "none", missing=theirs)
     missing = [c for c in so.columns if c not in st.columns]
     extra = [c for c in st.columns if c not in so.columns]
     if missing or extra:
         parts = [f"missing {missing}" if missing else "", f"unexpected {extra}" if extra else ""]
-        return False, "columns differ: " + ", ".join(p for p in parts if p)
+        return False, "columns differ: " + ", ".join(p for p in parts if p), Part(
+            "columns", False, "differ", missing=tuple(str(c) for c in missing),
+            extra=tuple(str(c) for c in extra))
     if not ignore_order and tuple(st.columns) != tuple(so.columns):
         return False, (
             f"columns in a different order: {list(st.columns)} != solution {list(so.columns)}"
-        )
-    return True, f"columns {list(st.columns)} match the solution"
+        ), Part("columns", False, "order", missing=theirs)
+    return True, f"columns {list(st.columns)} match the solution", Part("columns", True)
 
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
@@ -176,54 +204,70 @@ def _show(value: Any) -> str:
 
 def _values(
     st: VariableSummary, so: VariableSummary, rtol: float, atol: float, ignore_order: bool
-) -> tuple[bool, str]:
+) -> Compared:
     if st.values is None or so.values is None:
         return _summaries(st, so, rtol, atol)
     mine, theirs = _aligned(st, so), so.values
     tol = f"(rtol {rtol:g}, atol {atol:g})"
     if not (isinstance(mine, list) and isinstance(theirs, list)):
+        part = Part("values", True, "value", _show(mine), _show(theirs))
         if _close(mine, theirs, rtol, atol):
-            return True, f"value {_show(mine)} matches the solution {tol}"
-        return False, f"value {_show(mine)} != solution {_show(theirs)} {tol}"
+            return True, f"value {_show(mine)} matches the solution {tol}", part
+        return False, f"value {_show(mine)} != solution {_show(theirs)} {tol}", Part(
+            "values", False, "value", _show(mine), _show(theirs))
     if ignore_order:
         mine, theirs = sorted(mine, key=_key), sorted(theirs, key=_key)
     if len(mine) != len(theirs):
-        return False, f"{len(mine)} rows/elements != solution {len(theirs)}"
+        return False, f"{len(mine)} rows/elements != solution {len(theirs)}", Part(
+            "values", False, "count", str(len(mine)), str(len(theirs)))
     bad = [
         i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if not _close(a, b, rtol, atol)
     ]
     order = " (order ignored)" if ignore_order else ""
     if not bad:
-        return True, f"all {len(mine)} rows/elements match the solution {tol}{order}"
+        return True, f"all {len(mine)} rows/elements match the solution {tol}{order}", Part(
+            "values", True)
     i = bad[0]
     where, a, b = f"row {i + 1}", mine[i], theirs[i]
+    column = position = ""
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         j = next(
             j for j, (x, y) in enumerate(zip(a, b, strict=True)) if not _close(x, y, rtol, atol)
         )
         names = so.columns if so.columns and len(so.columns) == len(b) else None
-        where += f", column {names[j]!r}" if names else f", position {j + 1}"
+        if names:
+            column = str(names[j])
+        else:
+            position = f"position {j + 1}"
         a, b = a[j], b[j]
+    at = f"row {i + 1}"
+    where = f"{at}, column {column!r}" if column else f"{at}, {position}" if position else at
     return False, (
         f"{len(bad)} of {len(mine)} rows/elements differ{order}; first at {where}: "
         f"{_show(a)} != solution {_show(b)} {tol}"
-    )
+    ), Part("values", False, "differ", _show(a), _show(b), at=at, column=column,
+            position=position, counts=(("differ", len(bad)), ("of", len(mine))))
 
 
 def _summaries(
     st: VariableSummary, so: VariableSummary, rtol: float, atol: float
-) -> tuple[bool, str]:
+) -> Compared:
     how = "compared summary statistics (values too large to compare cell by cell)"
     if not so.summary and not st.summary:
-        return False, "cannot compare values: too large and no numeric columns to summarise"
+        return False, "cannot compare values: too large and no numeric columns to summarise", \
+            Part("values", False, "uncomparable")
     missing = sorted(set(so.summary) - set(st.summary))
     if missing:
-        return False, f"{how}: the student's variable lacks {missing}"
+        return False, f"{how}: the student's variable lacks {missing}", Part(
+            "values", False, "summary_missing", missing=tuple(missing))
     bad = [k for k in so.summary if not _close(st.summary[k], so.summary[k], rtol, atol)]
     if bad:
         k = bad[0]
+        column, _, stat = k.rpartition(":")
         return False, (
             f"{how}: {len(bad)} of {len(so.summary)} differ; {k} {st.summary[k]:g} "
             f"!= solution {so.summary[k]:g}"
-        )
-    return True, f"{how}: all {len(so.summary)} match the solution"
+        ), Part("values", False, "summary", f"{st.summary[k]:g}", f"{so.summary[k]:g}",
+                column=column, stat=stat,
+                counts=(("differ", len(bad)), ("of", len(so.summary))))
+    return True, f"{how}: all {len(so.summary)} match the solution", Part("values", True)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .. import check_types
+from ..check_types import L2Scene
 from ..packages import run_env, status
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
@@ -39,21 +41,20 @@ from ..sandbox.execution import (
     kernel_available,
     sandbox_available,
 )
-from ..types import CheckResult, CheckStatus, Evidence, Flag, LayerResult
+from ..types import NO_FACTS, CheckResult, CheckStatus, Evidence, Facts, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
-from .compare import compare_variables
-from .printed import no_outputs_flag, score_printed
+from .compare import compare_aspects
+from .outputs_read import no_outputs_flag
 from .slips import absent_because, charged_where_it_failed
 from .stale import (
-    FROM_OUTPUTS,
     held,
     not_executed_flag,
     stale_checks,
     stale_outputs_flag,
     unverified,
 )
-from .tests import assignment_names, assignment_tests, score_test
-from .values import inspected_names, score_value
+from .tests import assignment_names, assignment_tests
+from .values import inspected_names
 
 # Failures of the environment, not of the student: a package the machine lacks.
 _MISSING_PACKAGE = re.compile(r"(ModuleNotFoundError|there is no package called)", re.IGNORECASE)
@@ -153,23 +154,19 @@ class OutputLayer(Layer):
                                 "are held for review")
         elif reason:
             result.notes.append(f"graded from the stored outputs: {reason}")
+        scene = L2Scene(ctx, run, sol, reason, runs_verdict=lambda crit, check, source:
+                        self._runs(ctx, crit, check, source),
+                        output_verdict=lambda crit, check: absent_because(
+                            ctx, check, run, charged_where_it_failed(
+                                ctx, crit, check, run, sol, lambda key, c=crit, k=check:
+                                self._output(c, k, run, key, reason))))
         for crit in ctx.assignment.rubric.criteria:
             for check in crit.evaluated:
-                if check.type == "runs":
-                    result.checks.append(_marked(check, self._runs(ctx, crit, check, run)))
-                elif check.type == "output":  # a later part's failed cell: charged there
-                    result.checks.append(_marked(check, absent_because(ctx, check, run, (
-                        charged_where_it_failed(ctx, crit, check, run, sol, lambda key, c=crit,
-                                                k=check: self._output(c, k, run, key, reason))))))
-                elif check.type == "test":
-                    result.checks.append(score_test(crit, check, run, sol, reason))
-                elif check.type == "value":
-                    result.checks.append(score_value(crit, check, run, sol, reason))
-                elif check.type in ("printed", "plot"):
-                    result.checks.append(score_printed(crit, check, ctx.assignment.rubric,
-                                                       ctx.match, run, reason))
+                kind = check_types.of(check.type)
+                if kind.layer == self.name:
+                    result.checks.append(kind.evaluate(crit, check, scene))
         if unmade:
-            result.checks = [unverified(c, unmade) if c.check in FROM_OUTPUTS else c
+            result.checks = [unverified(c, unmade) if check_types.of(c.check).reads_outputs else c
                              for c in result.checks]
         if (unrun := no_outputs_flag(ctx.match, ctx.submission, run)) is not None:
             result.flags.append(unrun)
@@ -223,16 +220,20 @@ class OutputLayer(Layer):
         result.details["executed"] = False
         for crit in ctx.assignment.rubric.criteria:
             for check in crit.evaluated:
-                if check.type == "runs":
+                kind = check_types.of(check.type)
+                if kind.layer != self.name:
+                    continue
+                if kind.no_code == "evaluate":
                     result.checks.append(_marked(check, self._runs(ctx, crit, check, None)))
-                elif check.type == "output":
+                elif kind.no_code == "zero":
                     result.checks.append(_marked(check, _zero(
-                        crit, check, f"no code of the student's own computes {check.variable}")))
-                elif check.type in ("test", "value", "printed", "plot"):
+                        crit, check, f"no code of the student's own computes {check.target}",
+                        facts=Facts("no_own_code"))))
+                else:
                     result.checks.append(CheckResult(
                         crit.id, check.type, check.target, 0.0, check.weight, "L2",
                         "not run: the notebook has no code of the student's own",
-                        hidden=check.hidden))
+                        hidden=check.hidden, facts=Facts("no_own_code")))
         return result
 
     @staticmethod
@@ -260,39 +261,24 @@ class OutputLayer(Layer):
         self, ctx: SubmissionContext, crit: Criterion, check: Check, run: ExecutionResult | None
     ) -> CheckResult:
         if not ctx.match.student_code_lines:
-            return CheckResult(
-                crit.id,
-                "runs",
-                check.target,
-                0.0,
-                check.weight,
-                "L2",
-                "no code of the student's own to run",
-            )
+            return CheckResult(crit.id, "runs", check.target, 0.0, check.weight, "L2",
+                               "no code of the student's own to run",
+                               facts=Facts("no_own_code"))
         n_err, n_cells, ev = self._errors(ctx, run)
-        source = "fresh run" if run is not None and not run.error else "stored outputs"
+        fresh = run is not None and not run.error
+        source = "fresh run" if fresh else "stored outputs"
+        counts = (("errors", n_err), ("cells", n_cells), ("allowed", check.max_errors),
+                  ("fresh", int(fresh)))
         if n_err <= check.max_errors:
             return CheckResult(
-                crit.id,
-                "runs",
-                check.target,
-                1.0,
-                check.weight,
-                "L2",
+                crit.id, "runs", check.target, 1.0, check.weight, "L2",
                 f"the student's {n_cells} code cells ran with {n_err} errors ({source})",
-                tuple(ev),
-            )
+                tuple(ev), facts=Facts("ran", counts=counts))
         score = max(0.0, 1.0 - n_err / n_cells)
         return CheckResult(
-            crit.id,
-            "runs",
-            check.target,
-            score,
-            check.weight,
-            "L2",
+            crit.id, "runs", check.target, score, check.weight, "L2",
             f"{n_err} of the student's {n_cells} code cells raised errors ({source})",
-            tuple(ev),
-        )
+            tuple(ev), facts=Facts("errors", counts=counts))
 
     @staticmethod
     def _output(
@@ -304,18 +290,21 @@ class OutputLayer(Layer):
     ) -> CheckResult:
         var = check.variable
         if reason or run is None or sol is None:
-            return _zero(crit, check, f"not checked: {reason}", "skipped")
+            return _zero(crit, check, f"not checked: {reason}", "skipped",
+                         Facts("not_checked"))
         expected = sol.variables.get(var)
         if expected is None or not expected.exists:
             return _zero(crit, check, f"not charged to the student: the instructor's solution "
                          f"does not define {var} after its own run (see the assignment's "
-                         "check)", "environment")
+                         "check)", "environment", Facts("no_key"))
         got = run.variables.get(var)
         if got is None or not got.exists:
-            return _zero(crit, check, f"{var} is not defined after running the notebook")
+            return _zero(crit, check, f"{var} is not defined after running the notebook",
+                         facts=Facts("undefined"))
         if got.error:
-            return _zero(crit, check, f"{var} could not be inspected: {got.error}", "error")
-        aspects = compare_variables(
+            return _zero(crit, check, f"{var} could not be inspected: {got.error}", "error",
+                         Facts("uninspectable"))
+        compared = compare_aspects(
             got,
             expected,
             list(check.compare or ("values",)),
@@ -323,6 +312,7 @@ class OutputLayer(Layer):
             check.atol,
             check.ignore_order,
         )
+        aspects = {a: (ok, msg) for a, (ok, msg, _) in compared.items()}
         weights = check.aspect_weights()
         score = sum(weights.get(a, 0.0) for a, (ok, _) in aspects.items() if ok)
         parts = [f"{a}: {'ok' if ok else msg}" for a, (ok, msg) in aspects.items()]
@@ -330,9 +320,10 @@ class OutputLayer(Layer):
         method = {a: weights.get(a, 0.0) for a in aspects if a not in VALUE_ASPECTS}
         method_score = (sum(w for a, w in method.items() if aspects[a][0]) / sum(method.values())
                         if sum(method.values()) > 0 else None)
+        facts = Facts("compared", parts=tuple(part for _, _, part in compared.values()))
         return CheckResult(
             crit.id, "output", var, min(1.0, score), check.weight, "L2", "; ".join(parts), ev,
-            method_score=method_score,
+            method_score=method_score, facts=facts,
         )
 
 
@@ -348,8 +339,8 @@ def _marked(check: Check, result: CheckResult) -> CheckResult:
 
 
 def _zero(crit: Criterion, check: Check, message: str,
-          status: CheckStatus = "ok") -> CheckResult:
+          status: CheckStatus = "ok", facts: Facts = NO_FACTS) -> CheckResult:
     """An output check that earns nothing, and why ("skipped"/"error": for review)."""
-    return CheckResult(crit.id, "output", check.variable, 0.0, check.weight, "L2", message,
-                       status=status)
+    return CheckResult(crit.id, check.type, check.target, 0.0, check.weight, "L2", message,
+                       status=status, facts=facts)
 

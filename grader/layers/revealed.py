@@ -5,7 +5,7 @@ Kaggle-style exercises ship hint and solution functions (``q1.hint()``,
 the instructor's answer in the output. nbgrader and otter leave it to the teacher to
 notice; here it is flagged for the instructor, with the cell:
 
-- a cell of the student's that calls a revealer (``grader.layers.printed.revealer_cells``:
+- a cell of the student's that calls a revealer (``grader.layers.outputs_read.revealer_cells``:
   its output is never evidence for a check either);
 - a stored output of the student's cells that prints lines of the solution's own code
   (at least two lines the template does not give, each of some length): the solution's
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..analysis.template import TemplateMatch
 from ..types import Evidence, Flag, Notebook
-from .printed import revealer_cells
+from .outputs_read import revealer_cells
 
 MIN_LINE = 25  # a solution line this long is the solution's own, not a common idiom
 MIN_LINES = 2

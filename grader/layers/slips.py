@@ -107,8 +107,7 @@ def absent_because(ctx: SubmissionContext, check: Check, run: ExecutionResult | 
     """``result`` of an output check whose variable does not exist after the run, with the
     failed cells of the student's that make it as evidence (their errors)."""
     var = check.variable
-    if run is None or run.error or result.evidence or \
-            not result.message.endswith("is not defined after running the notebook"):
+    if run is None or run.error or result.evidence or result.facts.state != "undefined":
         return result
     language = ctx.submission.language
     every = _failed_cells(ctx, run)
@@ -125,6 +124,7 @@ def absent_because(ctx: SubmissionContext, check: Check, run: ExecutionResult | 
         return replace(result, evidence=tuple(evidence))
     return replace(result, message=f"{result.message}{FIRST_CAUSE}cell {cause.cell_id} "
                    f"stopped with an error before it wrote what cell {first.cell_id} needs",
+                   facts=replace(result.facts, counts=(*result.facts.counts, ("first_cause", 1))),
                    evidence=(evidence[0], Evidence(cause.cell_id, None, cause.error),
                              *evidence[1:]))
 

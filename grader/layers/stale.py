@@ -26,19 +26,19 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import check_types
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
 from ..sandbox.execution import ExecutionResult
 from ..types import CheckResult, Flag
 from .base import SubmissionContext
-from .printed import score_printed
+from .outputs_read import score_printed
 
-__all__ = ["FROM_OUTPUTS", "Moved", "held", "not_executed_flag", "stale_checks",
+__all__ = ["Moved", "held", "not_executed_flag", "stale_checks",
            "stale_outputs_flag", "unverified"]
 
 # (criterion, check, run or None for the stored outputs) -> the runs check's result
 RunsVerdict = Callable[[Criterion, Check, ExecutionResult | None], CheckResult]
-FROM_OUTPUTS = ("printed", "plot", "runs")  # checks whose verdict can be read from outputs
 
 
 @dataclass(frozen=True)
@@ -69,17 +69,18 @@ def stale_checks(ctx: SubmissionContext, run: ExecutionResult,
     moved: list[Moved] = []
     for crit in rubric.criteria:
         for check in crit.evaluated:
-            if check.type in ("printed", "plot"):
+            kind = check_types.of(check.type)
+            if not kind.reads_outputs:
+                continue
+            if kind.reads_outputs == "cells":  # what a cell printed or drew
                 rerun = dataclasses.replace(check, evidence="rerun")
                 stored = score_printed(crit, dataclasses.replace(check, evidence="stored"),
                                        rubric, ctx.match, None, "")
                 fresh = score_printed(crit, rerun, rubric, ctx.match, ours, "")
                 whole = score_printed(crit, rerun, rubric, ctx.match, run, "")
-            elif check.type == "runs":
+            else:  # the errors cells raised
                 stored, fresh = runs_verdict(crit, check, None), runs_verdict(crit, check, ours)
                 whole = runs_verdict(crit, check, run)
-            else:
-                continue
             if stored.status == "ok" and fresh.status == "ok" and stored.score != fresh.score:
                 moved.append(Moved(crit, check, stored, fresh, whole))
     return moved

@@ -17,17 +17,17 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from .. import check_types
 from ..analysis.answers import find_answer
 from ..analysis.facts import CodeFacts, Symbol, analyse, assigned, called, strip_comments
 from ..analysis.template import CellOrigin
+from ..check_types import L1Scene
 from ..rubrics.checks import Check, alternatives
 from ..rubrics.schema import Criterion
-from ..types import CheckResult, Evidence, Flag, LayerResult
+from ..types import CheckResult, Evidence, Facts, Flag, LayerResult
 from .answer_levels import answer_level, printed_numbers
 from .base import Layer, SubmissionContext
-from .printed import questions
 from .revealed import revealed_flag
-from .student_work import score_code, score_documented, score_ran
 
 # A line that leaves its statement open: `feedback <-`, `mutate(`, `df %>%`, ...
 _OPEN_END = re.compile(r"(<<-|<-|=|\(|\[|\{|,|%[^%\s]*%|\|>|\+|-|\*|/|\\)\s*$")
@@ -79,20 +79,12 @@ class StructureLayer(Layer):
         for origin in ctx.match.student_code_cells:
             facts.append((origin.cell.id, student_facts(origin, lang)))
         result = LayerResult(self.name)
+        scene = L1Scene(ctx, facts, result.details)
         for crit in rubric.criteria:
             for check in crit.evaluated:
-                if check.type in ("assigns", "calls"):
-                    result.checks.append(self._names(crit, check, facts))
-                elif check.type == "answer":
-                    result.checks.append(self._answer(ctx, crit, check, result.details))
-                elif check.type == "code":
-                    result.checks.append(score_code(crit, check, ctx.match, lang,
-                                                    questions(rubric)))
-                elif check.type == "documented":
-                    result.checks.append(score_documented(
-                        crit, check, ctx.match, lang, rubric.all_placeholders, ctx.flagged))
-                elif check.type == "ran":
-                    result.checks.append(score_ran(crit, check, ctx.match))
+                kind = check_types.of(check.type)
+                if kind.layer == self.name:
+                    result.checks.append(kind.evaluate(crit, check, scene))
         result.flags.extend(ctx.match.flags)
         actx = ctx.assignment
         if (shown := revealed_flag(ctx.match, actx.solution, actx.template)) is not None:
@@ -122,7 +114,7 @@ class StructureLayer(Layer):
         return result
 
     @staticmethod
-    def _names(crit: Criterion, check: Check, facts: list[tuple[str, CodeFacts]]) -> CheckResult:
+    def names(crit: Criterion, check: Check, facts: list[tuple[str, CodeFacts]]) -> CheckResult:
         wanted = check.names if check.type == "assigns" else check.functions
         find = assigned if check.type == "assigns" else called
         order = {cid: i for i, (cid, _) in enumerate(facts)}
@@ -140,19 +132,13 @@ class StructureLayer(Layer):
         msg = f"{len(found)} of {len(wanted)} {verb}"
         if missing:
             msg += f"; not {verb} in the student's code: {', '.join(missing)}"
-        return CheckResult(
-            crit.id,
-            check.type,
-            check.target,
-            len(found) / len(wanted),
-            check.weight,
-            "L1",
-            msg,
-            tuple(evidence),
-        )
+        facts = Facts("missing" if missing else "found", expected=tuple(wanted),
+                      found=tuple(found), missing=tuple(missing))
+        return CheckResult(crit.id, check.type, check.target, len(found) / len(wanted),
+                           check.weight, "L1", msg, tuple(evidence), facts=facts)
 
     @staticmethod
-    def _answer(ctx: SubmissionContext, crit: Criterion, check: Check,
+    def answer(ctx: SubmissionContext, crit: Criterion, check: Check,
                 details: dict) -> CheckResult:
         placeholders = ctx.assignment.rubric.all_placeholders + check.placeholders
         ans = find_answer(ctx.match, check.question, placeholders,
@@ -160,20 +146,23 @@ class StructureLayer(Layer):
                           excluded=ctx.flagged)
         if not ans.located:
             score, msg = 0.0, f"question {check.question!r} not found in the notebook"
+            facts = Facts("not_found", expected=(check.question,))
         elif not ans.answered:
             score, msg = 0.0, "unanswered (only template or placeholder text)"
+            facts = Facts("unanswered", expected=(check.question,))
         else:
-            score, msg, found = answer_level(check, ans.text, ans.word_count,
-                                             printed_numbers(ctx.match))
+            score, msg, found, facts = answer_level(check, ans.text, ans.word_count,
+                                                    printed_numbers(ctx.match))
             if check.key_points:  # what a judging model's key points are checked against
                 details.setdefault("key_points", {})[f"{crit.id}:{check.question}"] = {
                     "found": found, "words": ans.word_count}
         if ans.set_aside:
             msg += (f"; {ans.set_aside} line{'s' if ans.set_aside > 1 else ''} of text aimed "
                     "at the grader not counted")
-        return CheckResult(
-            crit.id, "answer", check.question, score, check.weight, "L1", msg, ans.evidence
-        )
+            facts = dataclasses.replace(facts, counts=(*facts.counts,
+                                                       ("set_aside", ans.set_aside)))
+        return CheckResult(crit.id, "answer", check.question, score, check.weight, "L1", msg,
+                           ans.evidence, facts=facts)
 
     @staticmethod
     def _hardcoded(ctx: SubmissionContext, facts: list[tuple[str, CodeFacts]]) -> dict[str, Flag]:

@@ -26,8 +26,8 @@ from ..analysis.facts import live_code, strip_comments
 from ..analysis.template import CellOrigin, TemplateMatch
 from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion
-from ..types import Cell, CheckResult, Evidence
-from .printed import scope, stored_error
+from ..types import NO_FACTS, Cell, CheckResult, Evidence, Facts
+from .outputs_read import scope, stored_error
 
 _NAME_LINE = re.compile(
     r"^[\s#>*_\-]*(?:student(?:'s)?\s*)?(?:full\s+)?(?:name|names|date|author|authors|"
@@ -37,9 +37,9 @@ _COMMENT_MIN_WORDS = 2  # "# x" is no note; "# drop missing rows" is
 
 
 def _result(crit: Criterion, check: Check, score: float, message: str,
-            evidence: tuple[Evidence, ...] = ()) -> CheckResult:
+            evidence: tuple[Evidence, ...] = (), facts: Facts = NO_FACTS) -> CheckResult:
     return CheckResult(crit.id, check.type, check.target, score, check.weight, "L1", message,
-                       evidence, "ok", check.hidden)
+                       evidence, "ok", check.hidden, facts=facts)
 
 
 def _own_code(origin: CellOrigin, language: str) -> list[tuple[int, str]]:
@@ -139,7 +139,8 @@ def score_documented(crit: Criterion, check: Check, match: TemplateMatch, langua
     origins = [o for o in match.origins if o.cell.source.strip()]
     code = [i for i, o in enumerate(origins) if o.holds_code and o.student_lines]
     if not code:
-        return _result(crit, check, 0.0, "no code of the student's own to document")
+        return _result(crit, check, 0.0, "no code of the student's own to document",
+                       facts=Facts("no_own_code"))
 
     def note(i: int) -> bool:
         if not 0 <= i < len(origins):
@@ -162,9 +163,12 @@ def score_documented(crit: Criterion, check: Check, match: TemplateMatch, langua
     if share < check.share_needed:
         msg += f" ({check.share_needed:.0%} asked; without: {_cells(bare)})"
     score = 1.0 if share >= check.share_needed - 1e-9 else share / check.share_needed
+    facts = Facts("documented" if score >= 1 else "bare", counts=(
+        ("documented", len(documented)), ("cells", len(code)),
+        ("asked", round(check.share_needed * 100))))
     return _result(crit, check, score, msg,
                    tuple(Evidence(c.id, None, "no comment or note of the student's")
-                         for c in bare[:5]))
+                         for c in bare[:5]), facts)
 
 
 def _cells(cells: list[Cell]) -> str:
@@ -175,7 +179,8 @@ def _cells(cells: list[Cell]) -> str:
 def score_ran(crit: Criterion, check: Check, match: TemplateMatch) -> CheckResult:
     cells = [o.cell for o in match.student_code_cells if o.cell.source.strip()]
     if not cells:
-        return _result(crit, check, 0.0, "no code of the student's own to run")
+        return _result(crit, check, 0.0, "no code of the student's own to run",
+                       facts=Facts("no_own_code"))
     unrun = [c for c in cells if c.execution_count is None and not c.outputs]
     failed = [c for c in cells if c not in unrun and stored_error(c)]
     good = len(cells) - len(unrun) - len(failed)
@@ -192,4 +197,7 @@ def score_ran(crit: Criterion, check: Check, match: TemplateMatch) -> CheckResul
     score = 1.0 if share >= check.share_needed - 1e-9 else share / check.share_needed
     evidence = tuple([Evidence(c.id, None, "never run") for c in unrun[:5]]
                      + [Evidence(c.id, None, stored_error(c)) for c in failed[:5]])
-    return _result(crit, check, score, msg, evidence)
+    facts = Facts("ran" if not parts else "unrun" if not failed else "failed", counts=(
+        ("ran", good), ("cells", len(cells)), ("never_run", len(unrun)),
+        ("failed", len(failed))))
+    return _result(crit, check, score, msg, evidence, facts)

@@ -23,7 +23,7 @@ from ..rubrics.checks import Check
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.clean_names import CleanNames, clean_names
 from ..sandbox.execution import ExecutionResult, InstructorTest, TestRun
-from ..types import CheckResult, CheckStatus, Evidence
+from ..types import CheckResult, CheckStatus, Evidence, Facts
 from .base import AssignmentContext
 
 __all__ = ["assignment_names", "assignment_tests", "instructor_tests", "key_of_test", "score_test"]
@@ -70,10 +70,10 @@ def describe(run: TestRun) -> str:
 def score_test(crit: Criterion, check: Check, run: ExecutionResult | None,
                 sol: ExecutionResult | None, reason: str) -> CheckResult:
     def result(score: float, message: str, status: CheckStatus = "ok",
-               detail: str = "") -> CheckResult:
+               detail: str = "", state: str = "") -> CheckResult:
         evidence = (Evidence(None, None, detail),) if detail else ()
         return CheckResult(crit.id, "test", check.name, score, check.weight, "L2", message,
-                           evidence, status, check.hidden)
+                           evidence, status, check.hidden, facts=Facts(state))
 
     if reason or run is None or sol is None:
         return result(0.0, f"not checked: {reason or 'the notebook did not run'}", "skipped")
@@ -89,6 +89,6 @@ def score_test(crit: Criterion, check: Check, run: ExecutionResult | None,
         return result(0.0, "the test did not run in the student's kernel", "error")
     note = f" ({got.note})" if got.note else ""
     if got.status == "passed":
-        return result(1.0, "passed" + note)
+        return result(1.0, "passed" + note, state="passed")
     status: CheckStatus = "error" if got.status in ("not run", "unreliable") else "ok"
-    return result(0.0, describe(got) + note, status, got.detail)
+    return result(0.0, describe(got) + note, status, got.detail, got.status)

@@ -10,5 +10,6 @@ Instructor-only detail (flags, hidden checks, metrics) never enters a letter, an
 ``hidden`` replaces any text of a hidden check that a student's run carried into what
 the letter quotes.
 
-May import: errors, types, safe_text, pyast, points, scoring, notebooks, analysis, rubrics.
+May import: errors, types, safe_text, pyast, points, scoring, notebooks, analysis, rubrics,
+check_types (each check type's letter).
 """

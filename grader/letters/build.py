@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
 from ..scoring import DISAGREE, GATES, MANUAL
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
-from .checks import missing_names, read_check
+from .checks import read_check
 from .hidden import HiddenText, redact_section
 from .places import Places
 from .reading import Context, Reading
@@ -129,12 +128,12 @@ def _unique(items: Iterable[Phrase], limit: int) -> tuple[Phrase, ...]:
 
 
 def _summary(crit: CriterionResult) -> Phrase:
-    answer = next((ch for ch in crit.checks if ch.check == "answer" and ch.evidence
+    answer = next((ch for ch in crit.checks if ch.facts.has("words") and ch.evidence
                    and not getattr(ch, "hidden", False)), None)
-    m = re.match(r"answered with (\d+) words", answer.message) if answer else None
-    if answer is None or m is None:
+    if answer is None:
         return phrase("Complete: every check of this part passed.")
-    return phrase(f"Complete: you answered with {plural(int(m.group(1)), 'word')}: “",
+    words = int(answer.facts.count("words"))
+    return phrase(f"Complete: you answered with {plural(words, 'word')}: “",
                   cut(answer.evidence[0].text, 70), "”.")
 
 
@@ -147,7 +146,7 @@ def _section(report: GradeReport, crit: CriterionResult, rubric: Rubric | None,
     evidence = tuple(e for ch in checks if not getattr(ch, "hidden", False)
                      for e in ch.evidence)
     unassigned = frozenset(n for ch in checks if ch.check == "assigns"
-                           and not getattr(ch, "hidden", False) for n in missing_names(ch))
+                           and not getattr(ch, "hidden", False) for n in ch.facts.missing)
     readings: list[Reading] = [
         read_check(ch, Context(places, specs.get((ch.check, ch.target)), task, evidence,
                                unassigned, spec_crit.levels if spec_crit else ()))

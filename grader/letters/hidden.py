@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 from ..rubrics.checks import Check, show_value, thaw
 from ..rubrics.schema import Rubric
-from ..types import CheckResult
+from ..types import CheckResult, Facts
 from .text import Phrase, Section
 
 __all__ = ["HIDDEN", "SHORTEST", "HiddenText", "redact_section"]
@@ -132,7 +132,20 @@ class HiddenText:
         if not self:
             return ch
         return dataclasses.replace(ch, message=self.redact(ch.message), evidence=tuple(
-            dataclasses.replace(e, text=self.redact(e.text)) for e in ch.evidence))
+            dataclasses.replace(e, text=self.redact(e.text)) for e in ch.evidence),
+            facts=self.facts(ch.facts))
+
+    def facts(self, facts: Facts) -> Facts:
+        """``facts`` with every text they hold redacted (the letters read them)."""
+        def texts(items: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(self.redact(t) for t in items)
+        return dataclasses.replace(
+            facts, expected=texts(facts.expected), found=texts(facts.found),
+            missing=texts(facts.missing), quoted=self.redact(facts.quoted),
+            parts=tuple(dataclasses.replace(
+                part, got=self.redact(part.got), want=self.redact(part.want),
+                missing=texts(part.missing), extra=texts(part.extra),
+                column=self.redact(part.column)) for part in facts.parts))
 
     def phrase(self, p: Phrase) -> Phrase:
         return Phrase(tuple((self.redact(text), code) for text, code in p.parts))

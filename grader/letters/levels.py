@@ -1,13 +1,12 @@
 """Levels, key points, documentation and the student's own run, read for the student.
 
-The messages read here come from ``grader.scoring`` (rule 6: a criterion's ``level``),
-``grader.layers.answer_levels`` (an answer's key points and level) and
-``grader.layers.student_work`` (``code``, ``documented`` and ``ran`` checks).
+Each is read from the result's facts (``grader.types.Facts``), made by ``grader.scoring``
+(rule 6: a criterion's ``level``), ``grader.layers.answer_levels`` (an answer's key
+points and level) and ``grader.layers.student_work`` (``code``, ``documented`` and
+``ran`` checks); never from its message.
 """
 
 from __future__ import annotations
-
-import re
 
 from ..points import percent_text
 from ..types import CheckResult
@@ -34,7 +33,9 @@ def read_level(ch: CheckResult, ctx: Context) -> Reading:
         if full:
             out.steps.append(phrase(f"For full credit: {full}"))
         return out
-    says = _sentence(ch.message)
+    facts = ch.facts
+    says = _sentence(facts.quoted or f"level {int(facts.count('level'))} of "
+                                     f"{int(facts.count('levels'))}")
     if ch.score >= 1:
         return Reading(done=[phrase(says)])
     out = Reading(done=[phrase(f"Your approach earns {percent_text(ch.score, 1)} of this "
@@ -45,12 +46,14 @@ def read_level(ch: CheckResult, ctx: Context) -> Reading:
 
 
 def answer_extras(ch: CheckResult, out: Reading, ctx: Context) -> None:
-    """The key points an answer makes and misses, and the level it reached."""
-    if m := re.search(r"\(mentions: ([^)]*)\)", ch.message):
-        out.done.append(phrase(f"Key points your answer makes: {m.group(1)}."))
-    if m := re.search(r"\(missing: ([^)]*)\)", ch.message):
-        missing = [p.strip() for p in m.group(1).split(";")]
-        out.missing.append(phrase(f"Key points a complete answer also makes: {m.group(1)}."))
+    """The key points an answer makes and misses, and the level it reached (its facts)."""
+    facts = ch.facts
+    if facts.found:
+        out.done.append(phrase(f"Key points your answer makes: {'; '.join(facts.found)}."))
+    if facts.missing:
+        missing = list(facts.missing)
+        out.missing.append(phrase(f"Key points a complete answer also makes: "
+                                  f"{'; '.join(missing)}."))
         cited = {kp.point for kp in (ctx.spec.key_points if ctx.spec is not None else ())
                  if kp.computed}
         if cited & set(missing):
@@ -60,10 +63,10 @@ def answer_extras(ch: CheckResult, out: Reading, ctx: Context) -> None:
         else:
             out.steps.append(phrase("Add what your answer leaves out, with the results of "
                                     "your own work as examples."))
-    if (m := re.search(r"; level (\d+)%(?:: (.*))?$", ch.message)) and int(m.group(1)) < 100:
-        says = f": {_sentence(m.group(2))}" if m.group(2) else "."
-        out.missing.append(phrase(f"This answer earns {m.group(1)}% of its points{says}"))
-    if "no level of the rubric is met" in ch.message:
+    if facts.has("level") and (level := int(facts.count("level"))) < 100:
+        says = f": {_sentence(facts.quoted)}" if facts.quoted else "."
+        out.missing.append(phrase(f"This answer earns {level}% of its points{says}"))
+    if facts.state == "no_level":
         out.missing.append(phrase("This answer does not yet meet what the rubric asks of it."))
 
 
@@ -80,15 +83,14 @@ def read_code(ch: CheckResult, ctx: Context) -> Reading:
 
 
 def read_documented(ch: CheckResult, ctx: Context) -> Reading:
-    m = re.match(r"(\d+) of (\d+) cells", ch.message)
     if ch.score >= 1:
         return Reading(done=[phrase("Your code is documented with comments and notes of your "
                                     "own.")])
-    if m is None:
+    facts = ch.facts
+    if not facts.has("cells"):
         return Reading(missing=[phrase("There is no code of your own to document yet.")])
-    n, total = int(m.group(1)), int(m.group(2))
-    asked = re.search(r"\((\d+)% asked", ch.message)
-    need = f"; this part asks for at least {asked.group(1)}% of them" if asked else ""
+    n, total = int(facts.count("documented")), int(facts.count("cells"))
+    need = f"; this part asks for at least {int(facts.count('asked'))}% of them"
     cells = [c for c in dict.fromkeys(ctx.places.cell(ev.cell_id) for ev in ch.evidence) if c]
     has = "None" if n == 0 else f"{n}"
     out = Reading(
@@ -105,11 +107,11 @@ def read_ran(ch: CheckResult, ctx: Context) -> Reading:
     if ch.score >= 1:
         return Reading(done=[phrase("You ran your code before submitting: its outputs are in "
                                     "the notebook.")])
-    m = re.match(r"(\d+) of (\d+) cells", ch.message)
-    if m is None:
+    facts = ch.facts
+    if not facts.has("cells"):
         return Reading(missing=[phrase("There is no code of your own in the notebook yet.")])
-    good, total = int(m.group(1)), int(m.group(2))
-    never = "never run: " in ch.message and "failed when" not in ch.message and good == 0
+    good, total = int(facts.count("ran")), int(facts.count("cells"))
+    never = facts.state == "unrun" and good == 0
     said = ("None of your code cells had been run when you submitted." if never else
             f"When you submitted, {good} of your {plural(total, 'code cell')} had run without "
             "an error.")

@@ -1,12 +1,13 @@
 """A ``test`` check read for the student: the instructor's test, passed or not, and why.
 
-The layer's message (``grader.layers.tests``) begins with what happened: "passed",
-"failed: <the assertion's message, the failing line or the error>", "timed out: ...",
-"the kernel died: ...". A failed test shows the message the instructor wrote for it
-(the rubric's ``message``), plainly; without one, what failed, quoted. A test that
-fails on the template's own stub (``NotImplementedError``) says the placeholder is
-still there; an empty notebook's "not run" is read in ``grader.letters.checks``.
-Hidden tests never come here (``grader.letters.checks`` reads them as "one more check").
+The result's facts (``grader.layers.tests``) say what happened (state ``passed``,
+``failed``, ``timeout``, ``dead``), and its evidence what the test reported (the
+assertion's message, the failing line or the error; a time limit). A failed test shows
+the message the instructor wrote for it (the rubric's ``message``), plainly; without
+one, what failed, quoted. A test that fails on the template's own stub
+(``NotImplementedError``) says the placeholder is still there; an empty notebook's "not
+run" is read in ``grader.checks._scenes``. Hidden tests never come here
+(``grader.letters.checks`` reads them as "one more check").
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def read_test(ch: CheckResult, ctx: Context) -> Reading:
     if ch.score >= 1:
         return Reading(done=[phrase("Your work passes the instructor's test ", name, ".")])
     said = " ".join(ctx.spec.message.split()) if ctx.spec is not None else ""
-    what, _, detail = ch.message.partition(": ")
+    what = ch.facts.state
+    detail = ch.evidence[0].text if ch.evidence else ""
     if what == "failed" and _STUB.search(detail):
         where = ctx.part() if ctx.task.strip() else phrase(" in this part")
         return Reading(missing=[phrase("The code", where, " is still the template's "
@@ -40,13 +42,13 @@ def read_test(ch: CheckResult, ctx: Context) -> Reading:
                                      "then run the whole notebook from top to bottom.")])
     out = Reading(steps=[phrase("Run your code for this part again, compare its result with "
                                 "what the test expects, then rerun the whole notebook.")])
-    if what == "timed out":
+    if what == "timeout":
         m = _SECONDS.search(detail)
         limit = f" within {float(m.group(1)):g} seconds" if m else " in the time allowed"
         out.missing.append(phrase("The instructor's test ", name, " did not finish", limit,
                                   ": your code may be very slow or never end",
                                   f" ({said})" if said else "", "."))
-    elif what == "the kernel died":
+    elif what == "dead":
         out.missing.append(phrase("The instructor's test ", name, " stopped the notebook "
                                   "(it ran out of memory or crashed)",
                                   f": {said}" if said else "."))

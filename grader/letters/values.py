@@ -48,7 +48,7 @@ def read_value(ch: CheckResult, ctx: Context) -> Reading:
 
 def _failed_for_student(ch: CheckResult, ctx: Context) -> Reading | None:
     """The cell gave the result in our run but stopped with an error in the student's."""
-    if not ch.message.startswith("this cell failed when the student ran it"):
+    if ch.facts.state != "failed_for_student":
         return None
     ev = ch.evidence[0] if ch.evidence else None
     return Reading(

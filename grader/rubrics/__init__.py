@@ -11,5 +11,6 @@ checks, ``import_credit`` partial-credit rules as levels) and ``import_items`` a
 ``model_notes`` says whether a model's note on a criterion is well-formed and agrees with
 the criterion's checks (the pages and the letters both ask it).
 
-May import: errors, types, safe_text, pyast.
+May import: errors, types, safe_text, pyast, check_types (the check types' fields and
+problems).
 """

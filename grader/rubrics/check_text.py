@@ -16,15 +16,14 @@ import json
 import math
 from typing import Any
 
+from .. import check_types as registry
 from .checks import CHECK_FIELDS, Check, thaw
 
 __all__ = ["OPTION_NAMES", "TARGET_FIELD", "finite", "format_options", "format_target",
            "format_value", "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]
 
-# The field each check type shows in the ``target`` column (runs: none).
-TARGET_FIELD = {"assigns": "names", "calls": "functions", "output": "variable",
-                "answer": "question", "test": "name", "value": "expression",
-                "printed": "pattern", "plot": "question", "code": "pattern"}
+# The field each check type shows in the ``target`` column (its module's ``target_field``).
+TARGET_FIELD = {t.name: t.target_field for t in registry.types() if t.target_field}
 OPTION_NAMES = (*CHECK_FIELDS, "accept")  # several expected values are written as accept
 _DEFAULT = Check(type="")
 

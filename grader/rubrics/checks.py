@@ -26,27 +26,30 @@ slip is charged once (the check then judges the method only).
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .. import check_types as registry
+from ..check_types import EVIDENCE_SOURCES as EVIDENCE
 from .levels import (
     AnswerLevel,
     KeyPoint,
-    new_field_problems,
     parse_answer_levels,
     parse_key_points,
 )
 
-CODE_CHECKS = ("assigns", "calls", "output", "runs", "test", "value", "printed", "plot", "code",
-               "documented", "ran")
-WRITTEN_CHECKS = ("answer",)
-KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
-ASPECTS = ("type", "shape", "columns", "rows", "values")
+ASPECTS = ("type", "shape", "columns", "rows", "values")  # what an output check compares
 TEST_TIMEOUT_S = 30.0  # a test's default time limit
 MAX_TEST_TIMEOUT_S = 600.0
-EVIDENCE = ("both", "stored", "rerun")  # printed/plot: which outputs count (both: either)
+
+# The check types of each criterion kind (``grader.checks``: one module per type).
+CODE_CHECKS = registry.names("code")
+WRITTEN_CHECKS = registry.names("written")
+KINDS = {"code": CODE_CHECKS, "written": WRITTEN_CHECKS}
+__all__ = ["ASPECTS", "CHECK_FIELDS", "CODE_CHECKS", "EVIDENCE", "FILE_KEYS", "KINDS",
+           "MAX_TEST_TIMEOUT_S", "TEST_TIMEOUT_S", "WRITTEN_CHECKS", "Check", "FrozenObject",
+           "alternatives", "check_to_dict", "freeze", "show_value", "thaw",
+           "version_2_features"]
 
 @dataclass(frozen=True, slots=True)
 class Check:
@@ -87,33 +90,18 @@ class Check:
 
     @property
     def target(self) -> str:
-        return {
-            "assigns": ", ".join(self.names),
-            "calls": ", ".join(self.functions),
-            "output": self.variable,
-            "runs": "all cells",
-            "answer": self.question,
-            "test": self.name,
-            "value": self.expression,
-            "printed": self.pattern or ("" if self.number is None else f"{self.number:g}"),
-            "plot": self.question or "a plot",
-            "code": self._code_target(),
-            "documented": "comments and notes of the student's own",
-            "ran": "cells the student ran",
-        }.get(self.type, self.type)
-
-    def _code_target(self) -> str:
-        if self.absent:
-            return f"no /{self.pattern}/"
-        times = f" {self.min_count} times" if self.min_count > 1 else ""
-        return f"/{self.pattern}/{times}{' (distinct)' if self.distinct else ''}"
+        """What it looks for, as results and reviews say it (its type's ``target``)."""
+        kind = registry.get(self.type)
+        return kind.target(self) if kind is not None else self.type
 
     @property
     def share_needed(self) -> float:
         """documented, ran: the share of the student's code cells that must meet it."""
         if self.min_share is not None:
             return self.min_share
-        return 0.5 if self.type == "documented" else 1.0
+        kind = registry.get(self.type)
+        return kind.default_share if kind is not None and kind.default_share is not None \
+            else 1.0
 
     def aspect_weights(self) -> dict[str, float]:
         """The fraction of this check each compared aspect is worth (output checks)."""
@@ -177,18 +165,15 @@ def version_2_features(ch: Check) -> list[str]:
     used = []
     if any(ALTERNATIVE in e for e in (*ch.names, *ch.functions)):
         used.append("alternatives (`a | b`)")
-    if ch.type == "test":
-        used.append("test checks")
+    kind = registry.get(ch.type)
+    if kind is not None and kind.version >= 2:
+        used.append(f"{ch.type} checks")
     if ch.after:
         used.append("test positions (`after`)")
     if ch.hidden:
         used.append("hidden checks")
-    if ch.type in ("value", "printed", "plot"):
-        used.append(f"{ch.type} checks")
     if ch.depends_on:
         used.append("depends_on")
-    if ch.type in ("code", "documented", "ran"):
-        used.append(f"{ch.type} checks")
     if ch.key_points:
         used.append("key_points")
     if ch.levels:
@@ -294,62 +279,36 @@ def _check(data: Any, where: str, kind: str, problems: list[str]) -> Check | Non
     return check
 
 
+# Fields only some types read, and how a check of another type that sets them is told.
+OWN_FIELDS = ((("min_count", "distinct", "absent"), "{fields} belong to {types} checks"),
+              (("key_points", "levels"), "{fields} (of a check) belong to {types} checks"),
+              (("after",), "{where}.after: only a {types} check runs at a position"))
+
+
 def _validate_check(ch: Check, where: str, problems: list[str]) -> None:
-    if ch.type == "assigns" and not ch.names:
-        problems.append(f"{where}: an assigns check needs `names`")
-    if ch.type == "calls" and not ch.functions:
-        problems.append(f"{where}: a calls check needs `functions`")
-    if ch.type == "answer" and not ch.question.strip():
-        problems.append(f"{where}: an answer check needs `question`")
-    if ch.type == "output":
-        if not ch.variable:
-            problems.append(f"{where}: an output check needs `variable`")
-        bad = [a for a in ch.compare if a not in ASPECTS]
-        if bad:
-            problems.append(f"{where}: unknown compare aspects {bad} (valid: {', '.join(ASPECTS)})")
-        if ch.partial:
-            keys = {k for k, _ in ch.partial}
-            if not keys <= set(ch.compare or ("values",)):
-                problems.append(f"{where}: partial names aspects that are not compared")
-            total = sum(v for _, v in ch.partial)
-            if not math.isclose(total, 1.0, abs_tol=1e-6):
-                problems.append(f"{where}: partial fractions add up to {total:g}, not 1")
-    if ch.type == "test":
-        if not ch.name.strip():
-            problems.append(f"{where}: a test check needs `name`")
-        if not ch.code.strip():
-            problems.append(f"{where}.code: a test check needs code (assert statements or "
-                            "test functions; R: stopifnot or testthat expectations)")
-        if not 0 < ch.timeout_s <= MAX_TEST_TIMEOUT_S:
-            problems.append(f"{where}.timeout_s: must be more than 0 and at most "
-                            f"{MAX_TEST_TIMEOUT_S:g} seconds")
-        if ch.after and not ch.after.strip():
-            problems.append(f"{where}.after: the text of the cell the test runs after "
-                            "(leave `after` out to run it after the whole notebook)")
-    elif ch.after:
-        problems.append(f"{where}.after: only a test check runs at a position")
-    if ch.type == "value" and not ch.expression.strip():
-        problems.append(f"{where}: a value check needs `expression` (evaluated in the "
-                        "student's kernel, e.g. `nrow(sales_clean)` or "
-                        "`df[\"region\"].nunique()`)")
-    if ch.type == "printed":
-        if bool(ch.pattern) == (ch.number is not None):
-            problems.append(f"{where}: a printed check needs `pattern` (a regular "
-                            "expression) or `number`, one of the two")
-        if ch.pattern:
-            try:
-                re.compile(ch.pattern)
-            except re.error as exc:
-                problems.append(f"{where}.pattern: not a regular expression ({exc})")
+    """Every problem of ``ch``: its type's own (``grader.checks``), then the fields it
+    sets that its type does not read, then the fields every check shares."""
+    kind = registry.of(ch.type)
+    kind.validate(ch, where, problems)
+    for group, said in OWN_FIELDS:
+        if any(getattr(ch, f) != getattr(_CHECK_DEFAULTS, f) for f in group) and not set(
+                group) & set(kind.fields):
+            readers = [t.name for t in registry.types() if set(group) & set(t.fields)]
+            text = said.format(fields=_and(group), types=" or ".join(readers), where=where)
+            problems.append(text if text.startswith(where) else f"{where}: {text}")
+    if ch.min_share is not None and ("min_share" not in kind.fields
+                                     or not 0 <= ch.min_share <= 1):
+        readers = [t.name for t in registry.types() if "min_share" in t.fields]
+        problems.append(f"{where}.min_share: a share in [0, 1], for {_and(readers)} checks")
     if ch.evidence not in EVIDENCE:
         problems.append(f"{where}.evidence: {ch.evidence!r} is not one of "
                         f"{', '.join(EVIDENCE)}")
-    if ch.depends_on and ch.type in ("runs", "answer"):
-        problems.append(f"{where}.depends_on: a {ch.type} check uses no other criterion's "
-                        "values")
     if ch.min_words < 1:
         problems.append(f"{where}: min_words must be >= 1")
-    problems += new_field_problems(ch, where)
+
+
+def _and(items: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
 
 
 _CHECK_DEFAULTS = Check(type="")

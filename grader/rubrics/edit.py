@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from numbers import Real
 from typing import Any, Literal
 
+from .. import check_types as registry
 from ..errors import RubricError
 from .check_text import (
     OPTION_NAMES,
@@ -49,27 +50,30 @@ from .schema import SCHEMA_VERSION, Rubric, rubric_from_dict, rubric_to_dict
 
 __all__ = ["APPLIES", "CHECK_COLUMNS", "CRITERIA_COLUMNS", "TARGET_FIELD", "EditProblem",
            "EditResult", "format_options", "format_target", "rows_from_rubric",
-           "rubric_from_rows"]
+           "rubric_from_rows", "target_help", "type_help"]
 
 CRITERIA_COLUMNS = ("order", "id", "title", "kind", "points", "manual", "task",
                     "description", "expectations")
 CHECK_COLUMNS = ("criterion", "type", "weight", "target", "options")
-# The fields each check type reads; others are kept, with a warning.
-APPLIES = {
-    "assigns": ("names", "depends_on"),
-    "calls": ("functions", "depends_on"),
-    "output": ("variable", "compare", "rtol", "atol", "ignore_order", "partial", "depends_on"),
-    "runs": ("max_errors",),
-    "answer": ("question", "min_words", "placeholders", "key_points", "levels"),
-    "test": ("name", "code", "message", "timeout_s", "after", "depends_on"),
-    "value": ("expression", "expected", "accept", "rtol", "atol", "depends_on"),
-    "printed": ("pattern", "number", "question", "evidence", "rtol", "atol", "depends_on"),
-    "plot": ("question", "evidence", "depends_on"),
-    "code": ("pattern", "min_count", "distinct", "absent", "question", "depends_on"),
-    "documented": ("min_share",),
-    "ran": ("min_share",),
-}
+# The fields each check type reads (its module's ``reads``); others are kept, with a warning.
+APPLIES = {t.name: t.fields for t in registry.types()}
 ANY_CHECK = ("hidden",)  # fields every check type reads
+
+
+def target_help() -> str:
+    """The editor's help for the target column: what each check type's target is."""
+    said = []
+    for t in registry.types():
+        field = next((f for f in t.reads if f.name == t.target_field), None)
+        said.append(f"{t.name}: {field.says if field is not None else 'none'}")
+    return "; ".join(said) + "."
+
+
+def type_help() -> str:
+    """The editor's help for the type column: what each check type checks."""
+    return " ".join(f"{t.name}: {t.summary}" for t in registry.types())
+
+
 Table = Literal["rubric", "criteria", "checks", "levels"]
 
 

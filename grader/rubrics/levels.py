@@ -261,31 +261,6 @@ def levels_to_list(levels: tuple[Level, ...],
     return out
 
 
-def new_field_problems(ch: Any, where: str) -> list[str]:
-    """Problems of a check's fields for code, documented and ran checks and for answer
-    key points and levels (``ch``: a ``grader.rubrics.checks.Check``)."""
-    problems = []
-    if ch.type == "code":
-        if not ch.pattern:
-            problems.append(f"{where}: a code check needs `pattern` (a regular expression "
-                            "searched in the student's own code)")
-        else:
-            try:
-                re.compile(ch.pattern)
-            except re.error as exc:
-                problems.append(f"{where}.pattern: not a regular expression ({exc})")
-        if ch.min_count < 1:
-            problems.append(f"{where}.min_count: must be >= 1")
-    elif ch.min_count != 1 or ch.distinct or ch.absent:
-        problems.append(f"{where}: min_count, distinct and absent belong to code checks")
-    if ch.min_share is not None and (ch.type not in ("documented", "ran")
-                                     or not 0 <= ch.min_share <= 1):
-        problems.append(f"{where}.min_share: a share in [0, 1], for documented and ran checks")
-    if (ch.key_points or ch.levels) and ch.type != "answer":
-        problems.append(f"{where}: key_points and levels (of a check) belong to answer checks")
-    return problems
-
-
 # -- key points in an answer's text --------------------------------------------------
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
                      r"|(?<![\w.])[-+]?\.\d+")

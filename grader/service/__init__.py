@@ -15,7 +15,8 @@ notebooks before they are trusted to judge (``calibration_figures``: the figures
 verdict; ``calibration_runs``: a calibration in the background, for the Dashboard);
 ``unread`` records an upload's unreadable files with their batch, for the Dashboard.
 
-May import: every room below it (errors, types, safe_text, notebooks, rubrics, assignment,
+May import: every room below it (errors, types, safe_text, check_types, notebooks, rubrics,
+assignment,
 analysis, sandbox, packages, layers, points, scoring, pipeline, store, letters, views,
 anonymity) and ``inference``'s public names.
 """

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import check_types
 from ..assignment import Assignment
 from ..layers.base import GradeOptions, Layer
 from ..layers.outputs import OutputLayer
@@ -43,7 +44,7 @@ from ..pipeline import MODEL_LAYERS, GradeInput, Grader
 from ..points import as_points
 from ..rubrics.checks import Check, check_to_dict
 from ..rubrics.schema import Rubric
-from ..scoring import CHECK_LAYER, build_report
+from ..scoring import build_report
 from ..store.database import Store
 from ..store.schema import GradeRow, OverrideRow
 from ..types import GradeReport, LayerResult
@@ -230,7 +231,7 @@ def preview_rescore(
     t0 = time.perf_counter()
     old_rubric = assignment.rubric
     changed = changed_checks(old_rubric, new_rubric)
-    with_l2 = any(CHECK_LAYER[t] == "L2" for _, t, _ in changed)
+    with_l2 = any(check_types.of(t).layer == "L2" for _, t, _ in changed)
     rerunner = _Rerunner(assignment, new_rubric, with_l2, options)
     aid = store.assignment_id(assignment.name)
     grades = [] if aid is None else store.list_grades(

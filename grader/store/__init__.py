@@ -8,6 +8,7 @@ submissions' bytes; ``calibrations`` keeps how each model route judged graded ex
 ``drops`` keeps the grades dropped from the gradebook, with their trail; ``serialize``
 turns a ``GradeReport`` into JSON and back, exactly.
 
-May import: errors, types, safe_text, points (how a note writes points), anonymity (a report
+May import: errors, types, safe_text, pyast (a grade stored before results carried facts
+is read by ``legacy_facts``), points (how a note writes points), anonymity (a report
 with names hidden).
 """

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ..safe_text import scrub
 from ..types import CheckResult, CriterionResult, Evidence, Flag, GradeReport, LayerResult
+from .legacy_facts import facts_from, legacy_facts
 
 __all__ = ["report_from_dict", "report_from_json", "report_to_dict", "report_to_json"]
 
@@ -102,7 +103,13 @@ def _flag(d: Any) -> Flag:
 
 
 def _check(d: Any) -> CheckResult:
-    return _build(CheckResult, d, {"evidence": _tuple_of(_evidence)})
+    """A stored check result; one stored before results carried facts gets them from
+    its message (``grader.store.legacy_facts``), so the letters read facts alone."""
+    result = _build(CheckResult, d, {"evidence": _tuple_of(_evidence), "facts": facts_from})
+    if isinstance(d, Mapping) and "facts" not in d:
+        result = dataclasses.replace(result, facts=legacy_facts(result.check, result.message,
+                                                                 result.target))
+    return result
 
 
 def _criterion(d: Any) -> CriterionResult:

@@ -1,4 +1,4 @@
-"""Layer 2's ``printed`` and ``plot`` checks: evidence that is a cell's output.
+"""A cell's outputs as evidence: what layer 2's ``printed`` and ``plot`` checks read.
 
 A ``printed`` check looks for a ``pattern`` (a regular expression) or a ``number``
 (within ``rtol``/``atol``; ``1,234.5``, ``1.2e3`` and R's ``[1] 178`` read as
@@ -28,7 +28,7 @@ from ..rubrics.checks import Check
 from ..rubrics.levels import numbers_in
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult
-from ..types import Cell, CheckResult, CheckStatus, Evidence, Flag, Notebook, Output
+from ..types import Cell, CheckResult, CheckStatus, Evidence, Facts, Flag, Notebook, Output
 
 __all__ = ["PLOT_MIMES", "no_outputs_flag", "numbers_in", "revealer_cells", "scope",
            "score_printed"]
@@ -132,9 +132,9 @@ def score_printed(crit: Criterion, check: Check, rubric: Rubric, match: Template
                   run: ExecutionResult | None, reason: str) -> CheckResult:
     """A printed or plot check from the outputs its ``evidence`` allows."""
     def result(score: float, message: str, status: CheckStatus = "ok",
-               evidence: tuple[Evidence, ...] = ()) -> CheckResult:
+               evidence: tuple[Evidence, ...] = (), state: str = "") -> CheckResult:
         return CheckResult(crit.id, check.type, check.target, score, check.weight, "L2",
-                           message, evidence, status, check.hidden)
+                           message, evidence, status, check.hidden, facts=Facts(state))
 
     where = f"under {check.question!r}" if check.question else "in the notebook"
     cells = scope(match, check.question, questions(rubric))
@@ -175,7 +175,7 @@ def score_printed(crit: Criterion, check: Check, rubric: Rubric, match: Template
         cell_id, err = refused[0]
         return result(0.0, f"this cell failed when the student ran it: {err} (our run of it "
                       "worked, but the submitted outputs are the evidence)",
-                      evidence=(Evidence(cell_id, None, err),))
+                      evidence=(Evidence(cell_id, None, err),), state="failed_for_student")
     what = "no plot is drawn" if check.type == "plot" else (
         f"nothing printed {where} matches" if check.pattern else
         f"no number printed {where} is {check.number:g}")
