@@ -24,7 +24,7 @@ from app_pages.components import self_check
 from app_pages.import_view import show_import
 from app_pages.shared import anonymous, get_store, get_workspace, kept_selectbox, sidebar
 from grader.errors import GraderError, RubricError
-from grader.rubrics.checks import KINDS
+from grader.rubrics.check_fields import KINDS
 from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,

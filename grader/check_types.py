@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # for the type checker only: this module imports nothing of ours at run time
     from .layers.base import SubmissionContext
     from .letters.reading import Context, Reading
-    from .rubrics.checks import Check
+    from .rubrics.check_fields import Check
     from .rubrics.schema import Criterion
     from .sandbox.execution import ExecutionResult
     from .types import CheckResult

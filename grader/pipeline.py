@@ -58,7 +58,7 @@ from .layers.structure import StructureLayer
 from .notebooks.archive import SubmissionFile
 from .notebooks.load import load_checked, load_notebook, load_notebook_node
 from .safe_text import shown_name
-from .sandbox.runs import stopping
+from .sandbox.run_folders import stopping
 from .scoring import build_report, error_report
 from .types import Flag, GradeReport, LayerResult
 

@@ -53,7 +53,7 @@ from collections.abc import Callable
 from . import check_types
 from .judged_points import judge_key_points
 from .points import as_points, gradebook, total
-from .rubrics.checks import Check
+from .rubrics.check_fields import Check
 from .rubrics.schema import Criterion, Rubric
 from .types import CheckResult, CriterionResult, Facts, GradeReport, LayerResult
 

@@ -14,7 +14,7 @@ from grader.analysis.template import match_template
 from grader.assignment import Assignment
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
 from grader.layers.structure import StructureLayer
-from grader.letters.checks import read_check
+from grader.letters.check_reading import read_check
 from grader.letters.places import Places
 from grader.letters.reading import Context
 from grader.notebooks.load import load_notebook

@@ -14,8 +14,8 @@ import pytest
 
 from grader import check_types as checks
 from grader.check_types import CheckType, docs_table
+from grader.rubrics.check_fields import CHECK_FIELDS, KINDS, Check
 from grader.rubrics.check_text import TARGET_FIELD
-from grader.rubrics.checks import CHECK_FIELDS, KINDS, Check
 from grader.rubrics.edit import APPLIES, target_help, type_help
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ TYPES = checks.types()
 # Modules that kept a table of check types before the registry (issue 34's list).
 FORMER_TABLES = ["grader/scoring.py", "grader/rubrics/edit.py", "grader/rubrics/check_text.py",
                  "grader/layers/outputs.py", "grader/layers/stale.py",
-                 "grader/layers/structure.py", "grader/letters/checks.py",
+                 "grader/layers/structure.py", "grader/letters/check_reading.py",
                  "app_pages/rubrics.py", "tests/test_examples_files.py",
                  "grader/service/rescore.py"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.rubrics.checks import Check
+from grader.rubrics.check_fields import Check
 from grader.rubrics.schema import Criterion, Rubric
 from grader.scoring import build_report, failed_criteria, upstream_of
 from grader.types import CheckResult, Evidence, LayerResult

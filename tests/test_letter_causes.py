@@ -19,7 +19,6 @@ from grader.exports.formats import feedback_zip
 from grader.layers.base import GradeOptions, one_per_code
 from grader.layers.compare import compare_variables
 from grader.layers.slips import SLIP_NOTE, columns_written, made_names, without_columns
-from grader.letters import outputs as letter_outputs
 from grader.letters.build import build_letter, letter_markdown
 from grader.notebooks.archive import InputProblem
 from grader.notebooks.load import load_notebook
@@ -74,10 +73,19 @@ def test_the_solution_without_a_column_compares_with_the_students_work():
     assert not compare_variables(wrong, cut, aspects)["values"][0]  # the rest still counts
 
 
-def test_the_letter_reads_the_layers_notes_by_their_own_words():
+def test_grades_stored_before_facts_are_read_by_the_layers_own_notes():
+    """The letter reads the first cause from the result's facts; a grade stored before
+    results had facts gets them from the layer's own notes (grader.store.legacy_facts)."""
     from grader.layers import slips
-    assert (letter_outputs.SLIP_NOTE, letter_outputs.FIRST_CAUSE) == (slips.SLIP_NOTE,
-                                                                      slips.FIRST_CAUSE)
+    from grader.store import legacy_facts
+
+    assert (legacy_facts.SLIP_NOTE, legacy_facts.FIRST_CAUSE) == (slips.SLIP_NOTE,
+                                                                  slips.FIRST_CAUSE)
+    old = legacy_facts.legacy_facts(
+        "output", f"x is not defined after running the notebook{slips.FIRST_CAUSE}cell c1 "
+        "stopped with an error before it wrote what cell c2 needs")
+    assert old.state == "undefined"
+    assert old.has("first_cause")
 
 
 # --- graded for real: runtime_errors' Task 3 typo is charged once --------------------------

@@ -266,7 +266,7 @@ def test_a_code_cell_that_asks_wins_over_a_heading_that_names_the_question(where
 
 def test_absent_reads_the_template_lines_left_in_place_and_needs_the_students_code():
     from grader.layers.student_work import score_code
-    from grader.rubrics.checks import Check
+    from grader.rubrics.check_fields import Check
     given = Check("code", pattern=r"pd\.DataFrame", absent=True)  # the template's given line
     template = nb(TEMPLATE, "template.ipynb")
     crit = RUBRIC.criteria[0]

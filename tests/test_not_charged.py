@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.rubrics.checks import Check
+from grader.rubrics.check_fields import Check
 from grader.rubrics.schema import Criterion
 from grader.scoring import score_criterion
 from grader.types import CheckResult, LayerResult

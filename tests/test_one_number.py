@@ -29,7 +29,7 @@ from grader.points import as_points, gradebook, percent_text, points_text, whole
 from grader.rubrics.schema import rubric_from_dict
 from grader.scoring import build_report
 from grader.store.database import apply_overrides
-from grader.store.schema import OverrideRow
+from grader.store.db_schema import OverrideRow
 from grader.types import CheckResult, GradeReport, LayerResult
 
 ROOT = Path(__file__).resolve().parents[1]

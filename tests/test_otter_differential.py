@@ -177,7 +177,7 @@ ON_PURPOSE = {
     ("check_edited", "q3"): (0.0, 1.0, "the student commented out grader.check(\"q3\"): otter "
                              "then checks q3 after the notebook, where total is 0; we check "
                              "it at the released check cell, which still holds the call's "
-                             "text (the first cell that does: grader.sandbox.tests)"),
+                             "text (the first cell that does: grader.sandbox.judged_tests)"),
     ("rechecked", "q2"): (0.0, 1.0, "the student called grader.check(\"q2\") again at the end "
                           "after hundred = 0: otter keeps the last check's result, we the "
                           "released check cell's (the first cell holding the call)"),

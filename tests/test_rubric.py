@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from grader.assignment import load_assignment
 from grader.errors import RubricError
-from grader.rubrics.checks import ASPECTS, Check
+from grader.rubrics.check_fields import ASPECTS, Check
 from grader.rubrics.import_seed import import_seed_file
 from grader.rubrics.schema import Criterion, Rubric, dumps, loads, rubric_from_dict, rubric_to_dict
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from grader.assignment import Assignment, load_assignment
 from grader.layers.base import GradeOptions
 from grader.pipeline import GradeInput, Grader
-from grader.rubrics.checks import ASPECTS, EVIDENCE, Check, freeze
+from grader.rubrics.check_fields import ASPECTS, EVIDENCE, Check, freeze
 from grader.rubrics.edit import (
     CHECK_COLUMNS,
     CRITERIA_COLUMNS,

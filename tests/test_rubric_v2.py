@@ -23,7 +23,7 @@ from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContex
 from grader.layers.structure import StructureLayer
 from grader.letters.build import build_letter, letter_markdown
 from grader.notebooks.load import load_notebook
-from grader.rubrics.checks import alternatives
+from grader.rubrics.check_fields import alternatives
 from grader.rubrics.edit import rows_from_rubric, rubric_from_rows
 from grader.rubrics.schema import dumps, load_rubric, loads, rubric_from_dict
 from grader.scoring import build_report

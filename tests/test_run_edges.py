@@ -213,7 +213,7 @@ def test_the_cli_grades_a_zip_larger_than_a_chunk_without_asking(tmp_path):
 
 def _groups_of(pid: int) -> list[Path]:
     from grader.sandbox.cgroup import _places
-    from grader.sandbox.runs import pid_namespace
+    from grader.sandbox.run_folders import pid_namespace
     tag = f"grader-run-{pid_namespace()}-{pid}-"
     return [e for _, place in _places() for e in place.iterdir() if e.name.startswith(tag)]
 

@@ -30,7 +30,7 @@ from grader.sandbox.execution import (
 )
 from grader.sandbox.launch import SANDBOX_PROCESSES
 from grader.sandbox.limits import POOL_START, reserve_user
-from grader.sandbox.runs import PREFIX, Owner, make_run_folder, process_start
+from grader.sandbox.run_folders import PREFIX, Owner, make_run_folder, process_start
 from grader.sandbox.tamper import static_findings
 from grader.sandbox.view import runtime_paths
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.rubrics.checks import Check
+from grader.rubrics.check_fields import Check
 from grader.rubrics.schema import Criterion, Rubric
 from grader.scoring import build_report, score_criterion
 from grader.types import CheckResult, LayerResult

@@ -22,17 +22,17 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from grader.analysis.template import match_template
 from grader.assignment import Assignment
 from grader.errors import RubricError
-from grader.layers import tests as layer_tests
+from grader.layers import instructor_tests as layer_tests
 from grader.layers.base import AssignmentContext, GradeOptions, SubmissionContext
 from grader.layers.outputs import OutputLayer
 from grader.letters.build import build_letter, letter_markdown
 from grader.notebooks.load import load_notebook
+from grader.rubrics.check_fields import Check
 from grader.rubrics.check_text import format_options
-from grader.rubrics.checks import Check
 from grader.rubrics.dependencies import duplicate_tests
 from grader.rubrics.edit import rows_from_rubric, rubric_from_rows
 from grader.rubrics.schema import Criterion, Rubric, dumps, loads, rubric_from_dict
-from grader.sandbox import tests as sandbox_tests
+from grader.sandbox import judged_tests as sandbox_tests
 from grader.sandbox.execution import (
     ExecLimits,
     ExecutionResult,
@@ -191,7 +191,7 @@ def graded(check: CheckResult, points: float = 0.0) -> GradeReport:
 
 
 def result(score: float, message: str, hidden: bool = False, status="ok") -> CheckResult:
-    """A test's result as grader.layers.tests makes it: the state in its facts, what the
+    """A test's result as grader.layers.instructor_tests makes it: the state in its facts, what the
     test reported as its evidence."""
     detail = message.partition(": ")[2]
     return CheckResult("fn", "test", "doubles", score, 1.0, "L2", message,

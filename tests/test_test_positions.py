@@ -21,14 +21,14 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.errors import RubricError
-from grader.layers.tests import instructor_tests
-from grader.rubrics.checks import Check
+from grader.layers.instructor_tests import instructor_tests
+from grader.rubrics.check_fields import Check
 from grader.rubrics.edit import rows_from_rubric, rubric_from_rows
 from grader.rubrics.import_nbgrader import import_nbgrader
 from grader.rubrics.import_otter import check_call, otter_criteria
 from grader.rubrics.import_otter_assign import import_otter_assign
 from grader.rubrics.schema import Criterion, Rubric, dumps, loads, rubric_from_dict
-from grader.sandbox import tests as sandbox_tests
+from grader.sandbox import judged_tests as sandbox_tests
 from grader.sandbox.execution import (
     ExecLimits,
     ExecutionResult,

@@ -23,7 +23,7 @@ from grader.layers.outputs import OutputLayer, solution_run
 from grader.layers.outputs_read import no_outputs_flag, numbers_in, revealer_cells, scope
 from grader.layers.values import key_disagreements, values_equal
 from grader.notebooks.load import load_notebook
-from grader.rubrics.checks import freeze
+from grader.rubrics.check_fields import freeze
 from grader.rubrics.schema import dumps, loads, rubric_from_dict
 from grader.sandbox.execution import ExecLimits, kernel_available, sandbox_available
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..letters.reading import Context, Reading
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -35,7 +35,7 @@ def names_letter(calls: bool) -> Callable[[CheckResult, Context], Reading]:
 
 def _names_letter(ch: CheckResult, ctx: Context, calls: bool) -> Reading:
     """What was used or created (and where), what does not appear yet, and the step."""
-    from ..letters.checks import other_reading
+    from ..letters.check_reading import other_reading
     from ..letters.reading import Reading
     from ..letters.text import codes, phrase
 
@@ -67,7 +67,7 @@ def _names_letter(ch: CheckResult, ctx: Context, calls: bool) -> Reading:
 
 def _used(entry: str, ch: CheckResult) -> str:
     """Of an any-of group, the name the student's code used (the group when unclear)."""
-    from ..rubrics.checks import alternatives
+    from ..rubrics.check_fields import alternatives
 
     names = alternatives(entry)
     if len(names) < 2:

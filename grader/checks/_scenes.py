@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..letters.reading import Context, Reading
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -25,7 +25,7 @@ def unless_no_code(reader: Reader) -> Reader:
     """``reader``, except for a check that found no code of the student's own: then the
     letter says what is missing (code of their own, and where), never "run it again"."""
     def read(ch: CheckResult, ctx: Context) -> Reading:
-        from ..letters.checks import no_own_code_reading
+        from ..letters.check_reading import no_own_code_reading
 
         if ch.facts.state == "no_own_code":
             return no_own_code_reading(ctx)

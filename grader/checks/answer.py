@@ -15,7 +15,7 @@ from ..check_types import CheckType, Field
 
 if TYPE_CHECKING:
     from ..letters.reading import Context, Reading
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -27,8 +27,8 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
 
 
 def _letter(ch: CheckResult, ctx: Context) -> Reading:
-    from ..letters.checks import other_reading
-    from ..letters.levels import answer_extras
+    from ..letters.check_reading import other_reading
+    from ..letters.level_reading import answer_extras
     from ..letters.reading import Reading
     from ..letters.text import Quote, cut, phrase, plural
 

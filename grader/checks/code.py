@@ -1,6 +1,6 @@
 """``code``: a regular expression in the student's own code (under a ``question``), at
 least ``min_count`` times, or (``absent``) nowhere. Evaluated by
-``grader.layers.student_work``; read by ``grader.letters.levels``.
+``grader.layers.student_work``; read by ``grader.letters.level_reading``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..check_types import CheckType, Field
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -26,7 +26,7 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.levels import read_code
+    from ..letters.level_reading import read_code
 
     return read_code(ch, ctx)
 

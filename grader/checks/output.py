@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..check_types import CheckType, Field
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -25,13 +25,13 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
 
 
 def _letter(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.outputs import read_output
+    from ..letters.output_reading import read_output
 
     return read_output(ch, ctx)
 
 
 def _validate(ch: Check, where: str, problems: list[str]) -> None:
-    from ..rubrics.checks import ASPECTS
+    from ..rubrics.check_fields import ASPECTS
 
     if not ch.variable:
         problems.append(f"{where}: an output check needs `variable`")

@@ -1,5 +1,5 @@
 """``plot``: a drawn figure (an image, a plotly or vega chart) under a question. Evaluated
-by ``grader.layers.outputs_read``; read by ``grader.letters.values``.
+by ``grader.layers.outputs_read``; read by ``grader.letters.value_reading``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from ._scenes import by_printed, unless_no_code
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.values import read_plot
+    from ..letters.value_reading import read_plot
 
     return read_plot(ch, ctx)
 

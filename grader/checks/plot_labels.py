@@ -24,7 +24,7 @@ from ..check_types import CheckType, Field
 
 if TYPE_CHECKING:
     from ..letters.reading import Context, Reading
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 

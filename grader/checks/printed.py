@@ -1,6 +1,6 @@
 """``printed``: a pattern or a number in what the student's cells printed (stored
 outputs, our run, or either). Evaluated by ``grader.layers.outputs_read``; read by
-``grader.letters.values``.
+``grader.letters.value_reading``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from ..check_types import CheckType, Field
 from ._scenes import by_printed, unless_no_code
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.values import read_printed
+    from ..letters.value_reading import read_printed
 
     return read_printed(ch, ctx)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..check_types import CheckType, Field
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -22,7 +22,7 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.levels import read_ran
+    from ..letters.level_reading import read_ran
 
     return read_ran(ch, ctx)
 

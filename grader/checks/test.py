@@ -1,6 +1,7 @@
 """``test``: the instructor's test (asserts, test functions; R: stopifnot, testthat), run
 by the verifier against the student's notebook after it ran, or right after the cell
-that holds ``after``. Evaluated by ``grader.layers.tests``; read by ``grader.letters.tests``.
+that holds ``after``. Evaluated by ``grader.layers.instructor_tests``; read by
+``grader.letters.verdict_reading``.
 """
 
 from __future__ import annotations
@@ -11,26 +12,26 @@ from ..check_types import CheckType, Field
 from ._scenes import unless_no_code
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
 
 
 def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
-    from ..layers.tests import score_test
+    from ..layers.instructor_tests import score_test
 
     return score_test(crit, check, scene.run, scene.solution, scene.reason)
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.tests import read_test
+    from ..letters.verdict_reading import read_test
 
     return read_test(ch, ctx)
 
 
 def _validate(ch: Check, where: str, problems: list[str]) -> None:
-    from ..rubrics.checks import MAX_TEST_TIMEOUT_S
+    from ..rubrics.check_fields import MAX_TEST_TIMEOUT_S
 
     if not ch.name.strip():
         problems.append(f"{where}: a test check needs `name`")

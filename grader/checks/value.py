@@ -1,6 +1,6 @@
 """``value``: an instructor's expression evaluated in the student's kernel and the
 solution's, compared with the expected value (or the solution's). Evaluated by
-``grader.layers.values``; read by ``grader.letters.values``.
+``grader.layers.values``; read by ``grader.letters.value_reading``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ..check_types import CheckType, Field
 from ._scenes import unless_no_code
 
 if TYPE_CHECKING:
-    from ..rubrics.checks import Check
+    from ..rubrics.check_fields import Check
     from ..rubrics.schema import Criterion
     from ..types import CheckResult
 
@@ -23,7 +23,7 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
 
 
 def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.values import read_value
+    from ..letters.value_reading import read_value
 
     return read_value(ch, ctx)
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 
 from ..analysis.template import TemplateMatch
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.levels import (
     AnswerLevel,
     default_answer_levels,

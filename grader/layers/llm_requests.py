@@ -32,7 +32,7 @@ from inference import GenerationRequest
 
 from ..analysis.answers import find_answer
 from ..analysis.template import match_template
-from ..rubrics.checks import alternatives
+from ..rubrics.check_fields import alternatives
 from ..rubrics.schema import Criterion
 from ..types import LayerResult
 from .base import SubmissionContext

@@ -18,7 +18,7 @@ check are flagged, naming the check, and the check is held for review with the l
 verdict (``grader.layers.stale``).
 ``test`` checks (the instructor's tests, judged against both notebooks after they ran,
 or at the cell a test's ``after`` names) are
-scored in ``grader.layers.tests``. A check the rubric marks ``hidden`` gives a result
+scored in ``grader.layers.instructor_tests``. A check the rubric marks ``hidden`` gives a result
 marked ``hidden``. A later part's cell that stopped with an error is charged where it
 failed, not again in an earlier part's variable it was about to change
 (``grader.layers.slips``).
@@ -32,7 +32,7 @@ from dataclasses import replace
 from .. import check_types
 from ..check_types import L2Scene
 from ..packages import run_env, status
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.schema import Criterion
 from ..sandbox.execution import (
     ExecLimits,
@@ -44,6 +44,7 @@ from ..sandbox.execution import (
 from ..types import NO_FACTS, CheckResult, CheckStatus, Evidence, Facts, Flag, LayerResult
 from .base import AssignmentContext, Layer, SubmissionContext
 from .compare import compare_aspects
+from .instructor_tests import assignment_names, assignment_tests
 from .outputs_read import no_outputs_flag
 from .slips import absent_because, charged_where_it_failed
 from .stale import (
@@ -53,7 +54,6 @@ from .stale import (
     stale_outputs_flag,
     unverified,
 )
-from .tests import assignment_names, assignment_tests
 from .values import inspected_names
 
 # Failures of the environment, not of the student: a package the machine lacks.

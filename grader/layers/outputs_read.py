@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 from ..analysis.answer_parts import asks
 from ..analysis.template import CellOrigin, TemplateMatch, normalise_markdown
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.levels import numbers_in
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from ..analysis.facts import live_code, strip_comments
 from ..pyast import parse
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.schema import Criterion
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import VariableSummary

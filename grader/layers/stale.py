@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import check_types
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.schema import Criterion
 from ..sandbox.execution import ExecutionResult
 from ..types import CheckResult, Flag

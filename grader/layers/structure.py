@@ -22,7 +22,7 @@ from ..analysis.answers import find_answer
 from ..analysis.facts import CodeFacts, Symbol, analyse, assigned, called, strip_comments
 from ..analysis.template import CellOrigin
 from ..check_types import L1Scene
-from ..rubrics.checks import Check, alternatives
+from ..rubrics.check_fields import Check, alternatives
 from ..rubrics.schema import Criterion
 from ..types import CheckResult, Evidence, Facts, Flag, LayerResult
 from .answer_levels import answer_level, printed_numbers

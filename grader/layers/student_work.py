@@ -24,7 +24,7 @@ from collections.abc import Set
 
 from ..analysis.facts import live_code, strip_comments
 from ..analysis.template import CellOrigin, TemplateMatch
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.schema import Criterion
 from ..types import NO_FACTS, Cell, CheckResult, Evidence, Facts
 from .outputs_read import scope, stored_error

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..rubrics.checks import Check, FrozenObject, show_value, thaw
+from ..rubrics.check_fields import Check, FrozenObject, show_value, thaw
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.execution import ExecutionResult
 from ..sandbox.inspect_code import VariableSummary, expression_key

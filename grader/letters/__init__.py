@@ -1,8 +1,8 @@
 """The letter a student receives: per criterion, what was done, what is missing and
 where, and the next step, in plain words.
 
-``build`` writes the ``Letter`` (``text``) from a grade's evidence; ``checks`` reads
-one check for the student (a ``Reading``, see ``reading``; ``outputs`` reads the
+``build`` writes the ``Letter`` (``text``) from a grade's evidence; ``check_reading`` reads
+one check for the student (a ``Reading``, see ``reading``; ``output_reading`` reads the
 value checks) and ``places`` names cells as the student sees them;
 ``render`` writes Markdown and HTML and ``pdf`` one PDF. Points and percentages are the
 gradebook's (``grader.points``: "8.64 / 20", "43%"); ``numbers`` numbers cells from 1.

@@ -6,7 +6,7 @@ makes the PDF). Rules:
 
 - Criteria come in rubric order, each with its points, what was done, what is
   missing and where (cell, line, expected vs found), and the next step, read from
-  that criterion's own checks only (``grader.letters.checks``), without repeats. A
+  that criterion's own checks only (``grader.letters.check_reading``), without repeats. A
   criterion with full points gets one line.
 - Points are the gradebook's, as every page and export writes them ("8.64 / 20",
   ``grader.points``): the criteria shown add up to the total shown. The percentage is
@@ -39,7 +39,7 @@ from ..rubrics.schema import Rubric
 from ..safe_text import scrub, shown_name
 from ..scoring import DISAGREE, GATES, MANUAL
 from ..types import CriterionResult, GradeReport, LayerResult, Notebook
-from .checks import read_check
+from .check_reading import read_check
 from .hidden import HiddenText, redact_section
 from .places import Places
 from .reading import Context, Reading

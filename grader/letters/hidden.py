@@ -21,7 +21,7 @@ import dataclasses
 import json
 from collections.abc import Iterable
 
-from ..rubrics.checks import Check, show_value, thaw
+from ..rubrics.check_fields import Check, show_value, thaw
 from ..rubrics.schema import Rubric
 from ..types import CheckResult, Facts
 from .text import Phrase, Section

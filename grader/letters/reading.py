@@ -1,6 +1,6 @@
 """A check read for the student (``Reading``) and what a reading may use (``Context``).
 
-Shared by the readers of ``grader.letters.checks`` and ``grader.letters.outputs``.
+Shared by the readers of ``grader.letters.check_reading`` and ``grader.letters.output_reading``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..types import Evidence
 from .places import Places
 from .text import Phrase, Quote, cut, phrase

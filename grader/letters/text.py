@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..rubrics.checks import alternatives
+from ..rubrics.check_fields import alternatives
 from ..safe_text import scrub
 
 QuoteKind = Literal["code", "text", "error"]

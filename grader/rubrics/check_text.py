@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from .. import check_types as registry
-from .checks import CHECK_FIELDS, Check, thaw
+from .check_fields import CHECK_FIELDS, Check, thaw
 
 __all__ = ["OPTION_NAMES", "TARGET_FIELD", "finite", "format_options", "format_target",
            "format_value", "parse_list", "parse_value", "quote", "split_outside_quotes", "unquote"]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .checks import check_to_dict
+from .check_fields import check_to_dict
 from .schema import Rubric
 
 LEVEL_COLUMNS = ("criterion", "credit", "when", "says")

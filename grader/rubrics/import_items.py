@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import alternatives
+from .check_fields import alternatives
 from .schema import Criterion, Rubric
 
 __all__ = ["OVERRIDE", "RUBRICS_PAGE", "RUNS_TODO", "TEMPLATE_TODO", "ImportReport", "ImportRow",

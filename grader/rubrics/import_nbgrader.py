@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RubricError
-from .checks import Check
+from .check_fields import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
 from .import_nbgrader_names import cell_names, names_above, plain, unique_titles
 from .levels import Level

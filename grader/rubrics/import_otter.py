@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import RubricError
 from ..pyast import parse
-from .checks import Check
+from .check_fields import Check
 from .import_items import RUBRICS_PAGE, ImportRow, criterion_id
 from .schema import Criterion
 

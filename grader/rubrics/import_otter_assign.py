@@ -53,7 +53,7 @@ import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from ..errors import RubricError
-from .checks import Check
+from .check_fields import Check
 from .import_items import RUBRICS_PAGE, ImportReport, ImportRow, criterion_id
 from .import_nbgrader import ImportedAssignment, question_line
 from .import_nbgrader_names import plain

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
-from .checks import Check, alternatives
+from .check_fields import Check, alternatives
 from .import_credit import apply_credit, guideline_rows
 from .import_formats import detect, import_elements, number
 from .import_items import (

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RubricError
-from .checks import (
+from .check_fields import (
     KINDS,
     Check,
     _as_tuple,

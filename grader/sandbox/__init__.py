@@ -5,7 +5,7 @@ bubblewrap with no network, private namespaces, uids and a cgroup of the run's o
 (``limits``, ``cgroup``), an allow-list view of the host (``view``), the assignment's
 data wherever the code names it (``layout``, never through a link out of its assignment
 folder, never stopped by a name the notebook's text holds), private run folders
-(``runs``) and a stop of every run at once, on SIGTERM (``stopping``); the cgroup bounds
+(``run_folders``) and a stop of every run at once, on SIGTERM (``stopping``); the cgroup bounds
 the memory of the run's processes together. ``launch`` starts the runner, hands it its
 spec through a pipe (the tests' code is in no file) and holds every phase of the run to
 its time from outside. As root a run has three parties (``warden``): the warden, which
@@ -18,7 +18,7 @@ tests are judged outside the student's kernel (``bridge``): the kernel only expo
 (``datacodec``, bound before the student's first cell by ``pykernel`` / ``rkernel.R``),
 and the runner's verifiers (``pyverify`` with ``pyremote`` and ``pysummary``; ``rverify``
 with ``rverify.R``) compute every summary (``inspect_code.VariableSummary``) and verdict
-(``tests``), resolving the names the instructor did not define from a clean namespace
+(``judged_tests``), resolving the names the instructor did not define from a clean namespace
 (``clean_names``: built-ins, the solution's imports and packages), never the notebook's.
 ``kernel_cache`` prebuilds caches a fresh home needs. ``runner`` (with ``runner_os``,
 ``runner_io``, ``runner_start``, ``runner_kernel``, ``warden``, and ``runner_verdicts``:

@@ -9,7 +9,7 @@ counted (``oom_kills``) and named by ``describe``.
 
 Run groups are made inside this process's own cgroup, in each hierarchy that has the
 controller (cgroup v1, or v2 where the controller is enabled for children), and named
-``grader-run-<ns>-<pid>-<start>-<n>`` after their owner (``grader.sandbox.runs``): the
+``grader-run-<ns>-<pid>-<start>-<n>`` after their owner (``grader.sandbox.run_folders``): the
 groups of a grader that is gone are emptied and removed by the next one. Nothing here
 is required: where no group can be made, ``problems`` says why and the run goes on with
 its rlimits.
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.sandbox.runs import Owner, process_alive, refuse_if_stopping
+from grader.sandbox.run_folders import Owner, process_alive, refuse_if_stopping
 
 __all__ = ["RunCgroup", "kill_live_groups", "live_groups", "usable_controllers"]
 

@@ -1,6 +1,6 @@
 """The names an instructor's tests and value checks take from outside the student's notebook.
 
-A test (``grader.sandbox.tests``) or a value check's expression names two kinds of
+A test (``grader.sandbox.judged_tests``) or a value check's expression names two kinds of
 things: the student's work (the functions and values the notebook defines:
 ``parse_duration``, ``survey_clean``) and the instructor's tools (Python's built-ins,
 ``pd``, ``np``; R's base and the packages the solution attaches: ``nrow``, ``near``).

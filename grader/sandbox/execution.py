@@ -8,7 +8,7 @@ size and CPU; only the run's work folder is writable. The parts:
 - ``grader.sandbox.layout``: the assignment's data wherever the student's code names it;
 - ``grader.sandbox.limits`` and ``grader.sandbox.cgroup``: as root, each run's code runs
   as a uid of its own (RLIMIT_NPROC then holds), in a cgroup of its own where one can be
-  made; ``grader.sandbox.runs``: private run folders, stale ones removed;
+  made; ``grader.sandbox.run_folders``: private run folders, stale ones removed;
 - ``grader.sandbox.tamper``: a cell's status is the kernel's execute reply, and code
   that tampers with the executor's error reporting is reported (``tampering``);
 - ``grader.sandbox.bridge``: values and the instructor's tests are judged by a verifier
@@ -42,12 +42,12 @@ from grader.sandbox import inspect_code as scan
 from grader.sandbox.check_tamper import check_findings
 from grader.sandbox.clean_names import CleanNames
 from grader.sandbox.inspect_code import VariableSummary
+from grader.sandbox.judged_tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
 from grader.sandbox.launch import RUNNER, Outcome, launch, python_for
 from grader.sandbox.layout import Layout
 from grader.sandbox.limits import NOTEBOOK, SUPERVISOR, SandboxUser, hand_over, reserve_user
-from grader.sandbox.runs import make_run_folder
+from grader.sandbox.run_folders import make_run_folder
 from grader.sandbox.tamper import probe_code, probe_findings, static_findings
-from grader.sandbox.tests import InstructorTest, TestPlan, TestRun, read_tests, test_plan
 from grader.sandbox.view import View, runtime_paths, write_identity
 from grader.types import Evidence, Output
 

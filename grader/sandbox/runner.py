@@ -36,7 +36,7 @@ happen (so that everything done before a kill is kept):
     {"event": "tampering", "found": [...]}    (what the bridge saw of the notebook's doing)
     {"event": "done"}          or   {"event": "fatal", "error": ...}
 
-The ``tests`` (``grader.sandbox.tests``) are run by ``runner_verdicts.py``: a test with a
+The ``tests`` (``grader.sandbox.judged_tests``) are run by ``runner_verdicts.py``: a test with a
 position (``after``) right after the first code cell holding its text, the others after
 the notebook. Each has its own time limit. After a test that times out, a ``ping`` cell
 must answer within its PING_TIMEOUT_S; when it does not, or the test killed the kernel, the

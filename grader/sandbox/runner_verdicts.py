@@ -1,7 +1,7 @@
 """The runner's instructor tests: where each runs, its verdict, and a kernel it stops.
 
 ``Tests`` is made by ``runner.py`` (which loads this file by path: the standard library
-only) from the spec's ``tests`` (``grader.sandbox.tests.test_plan``). A test with a
+only) from the spec's ``tests`` (``grader.sandbox.judged_tests.test_plan``). A test with a
 position (``after``: a text) is due right after the first code cell whose source holds
 that text, whitespace normalised (``flat``): ``at(index)``, called by the runner after
 each cell, runs the tests due there, *live* (``Bridge.test(..., live=True)``: the

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from grader.sandbox.cgroup import kill_live_groups, live_groups
-from grader.sandbox.runs import allow_runs, live_run_folders, mark_stopping, stopping
+from grader.sandbox.run_folders import allow_runs, live_run_folders, mark_stopping, stopping
 
 __all__ = ["allow_runs", "stop_runs", "stopping", "wait_for_runs"]
 

@@ -42,11 +42,11 @@ from ..layers.outputs import OutputLayer
 from ..layers.structure import StructureLayer
 from ..pipeline import MODEL_LAYERS, GradeInput, Grader
 from ..points import as_points
-from ..rubrics.checks import Check, check_to_dict
+from ..rubrics.check_fields import Check, check_to_dict
 from ..rubrics.schema import Rubric
 from ..scoring import build_report
 from ..store.database import Store
-from ..store.schema import GradeRow, OverrideRow
+from ..store.db_schema import GradeRow, OverrideRow
 from ..types import GradeReport, LayerResult
 
 __all__ = ["RescorePreview", "RescoreRow", "changed_checks", "changes", "preview_rescore",

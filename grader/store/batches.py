@@ -22,7 +22,7 @@ from ..errors import StoreError
 from ..safe_text import scrub
 from .batch_owner import Owner, current_owner, owner_gone
 from .carry import CarryResult, carry_overrides, carry_status
-from .schema import BATCH_SELECT, ITEM_SELECT, ITEM_STATUSES, BatchItemRow, BatchRow, ItemStatus
+from .db_schema import BATCH_SELECT, ITEM_SELECT, ITEM_STATUSES, BatchItemRow, BatchRow, ItemStatus
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from ..points import as_points
-from .schema import OVERRIDE_SELECT, OverrideRow
+from .db_schema import OVERRIDE_SELECT, OverrideRow
 
 __all__ = ["CarryResult", "NotCarried", "carry_overrides", "carry_status"]
 

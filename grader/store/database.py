@@ -33,10 +33,7 @@ from ..safe_text import scrub
 from ..types import GradeReport
 from .batches import StoreBatchesMixin
 from .calibrations import CalibrationRow, StoreCalibrationsMixin
-from .drops import GradeDrop, StoreDropsMixin
-from .files import RubricVersionRow, StoreFilesMixin
-from .model_parts import ModelPartRow, ModelProgress, RevisionRow, StoreModelPartsMixin
-from .schema import (
+from .db_schema import (
     GRADE_SELECT,
     OVERRIDE_SELECT,
     SCHEMA_VERSION,
@@ -48,8 +45,11 @@ from .schema import (
     grade_row,
     migrate,
 )
+from .drops import GradeDrop, StoreDropsMixin
+from .model_parts import ModelPartRow, ModelProgress, RevisionRow, StoreModelPartsMixin
 from .serialize import report_from_json, report_to_json
 from .settings import StoreSettingsMixin
+from .stored_files import RubricVersionRow, StoreFilesMixin
 
 __all__ = ["SCHEMA_VERSION", "BatchItemRow", "BatchRow", "CalibrationRow", "GradeDrop",
            "GradeRow", "ModelPartRow", "ModelProgress", "OverrideRow", "RevisionRow",

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..store.batch_owner import Owner, current_owner
 from ..store.database import Store
-from ..store.schema import anonymous_file
+from ..store.db_schema import anonymous_file
 from .progress import LAYER_TITLES, LAYERS
 
 __all__ = ["CHECKS", "MODELS", "MODES", "MODE_WORDS", "BatchStats", "FailedFile",

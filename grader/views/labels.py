@@ -75,7 +75,8 @@ def criterion_label(labels: Mapping[str, str], criterion_id: str) -> str:
 
 
 class _Version(Protocol):
-    """What of a stored rubric version (grader.store.files.RubricVersionRow) a label reads."""
+    """What of a stored rubric version (grader.store.stored_files.RubricVersionRow) a label
+    reads."""
 
     version: str
     created_at: float

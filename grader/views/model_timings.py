@@ -25,7 +25,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..store.database import Store
-from ..store.schema import anonymous_file
+from ..store.db_schema import anonymous_file
 from .labels import across
 
 __all__ = ["NotebookLLMStats", "efficiency_figure", "notebook_llm_stats", "stats_rows"]

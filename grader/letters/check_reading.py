@@ -2,7 +2,7 @@
 
 Each check type's module (``grader.checks``) says how its result reads, from the
 result's facts (``grader.types.Facts``), never from its message; a criterion's ``level``
-is read by ``grader.letters.levels``. Only the check's own evidence is quoted. A check
+is read by ``grader.letters.level_reading``. Only the check's own evidence is quoted. A check
 that could not be evaluated says nothing here (the letter says the instructor will look
 at it); a hidden check never shows its target or message.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import check_types
 from ..types import CheckResult
-from .levels import read_level
+from .level_reading import read_level
 from .reading import Context, Reading
 from .text import Code, Quote, cut, phrase
 

@@ -1,13 +1,13 @@
 """A ``test`` check read for the student: the instructor's test, passed or not, and why.
 
-The result's facts (``grader.layers.tests``) say what happened (state ``passed``,
+The result's facts (``grader.layers.instructor_tests``) say what happened (state ``passed``,
 ``failed``, ``timeout``, ``dead``), and its evidence what the test reported (the
 assertion's message, the failing line or the error; a time limit). A failed test shows
 the message the instructor wrote for it (the rubric's ``message``), plainly; without
 one, what failed, quoted. A test that fails on the template's own stub
 (``NotImplementedError``) says the placeholder is still there; an empty notebook's "not
 run" is read in ``grader.checks._scenes``. Hidden tests never come here
-(``grader.letters.checks`` reads them as "one more check").
+(``grader.letters.check_reading`` reads them as "one more check").
 """
 
 from __future__ import annotations

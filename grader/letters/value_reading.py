@@ -5,12 +5,12 @@ give and what the notebook gave (``grader.layers.values`` puts the value found i
 the evidence). A printed check says where the output was expected and, for a
 number, which one; an instructor's regular expression is never shown (it is not
 for students to read). A plot check says where a plot was expected. Hidden checks
-never come here (``grader.letters.checks`` reads them as "one more check").
+never come here (``grader.letters.check_reading`` reads them as "one more check").
 """
 
 from __future__ import annotations
 
-from ..rubrics.checks import show_value
+from ..rubrics.check_fields import show_value
 from ..types import CheckResult
 from .reading import Context, Reading
 from .text import Code, Quote, cut, phrase

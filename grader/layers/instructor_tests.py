@@ -1,5 +1,5 @@
 """Layer 2's ``test`` checks: the instructor's tests, run in the student's kernel and in
-the solution's (``grader.sandbox.tests`` runs them: after the notebook, or, for a test
+the solution's (``grader.sandbox.judged_tests`` runs them: after the notebook, or, for a test
 with ``after``, right after the cell that holds that text, as nbgrader and otter do).
 
 A test scores 1 when it passes in the student's kernel and 0 when it fails (an
@@ -19,7 +19,7 @@ tampering with the checks (the ``check_tampering`` flag sends the grade to revie
 
 from __future__ import annotations
 
-from ..rubrics.checks import Check
+from ..rubrics.check_fields import Check
 from ..rubrics.schema import Criterion, Rubric
 from ..sandbox.clean_names import CleanNames, clean_names
 from ..sandbox.execution import ExecutionResult, InstructorTest, TestRun
