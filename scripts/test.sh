@@ -45,7 +45,8 @@ fi
 rc=0
 for group in 'tests/test_[a-d]*.py' 'tests/test_[e-o]*.py' 'tests/test_[p-z]*.py'; do
   # shellcheck disable=SC2086  # the glob is meant to expand
-  run_pytest $group || rc=1
+  # --durations: where the suite's time goes, printed in every run (issue 34, item 7)
+  run_pytest --durations=25 $group || rc=1
 done
 all=$(ls "$ROOT"/tests/test_*.py | wc -l)
 ran=$(ls "$ROOT"/tests/test_[a-d]*.py "$ROOT"/tests/test_[e-o]*.py "$ROOT"/tests/test_[p-z]*.py | wc -l)

@@ -280,3 +280,16 @@ PUBLIC = [
 @pytest.mark.parametrize("name", ["pipeline", "assignment", "cli"])
 def test_the_entry_modules_stay_where_they_were(name):
     assert importlib.import_module(f"grader.{name}") is not None
+
+
+def test_no_two_modules_of_one_name_in_the_grader():
+    """A module's name says its concept once (issue 34): ``grader/letters/tests.py`` and
+    ``grader/layers/tests.py`` were two rooms' different things under one name."""
+    seen: dict[str, list[str]] = defaultdict(list)
+    for module, path in module_files("grader"):
+        if path.name != "__init__.py":
+            seen[path.stem].append(module)
+    for module, path in module_files("grader"):
+        if path.name == "__init__.py" and module.count(".") == 1:
+            seen[module.rsplit(".", 1)[1]].append(module)  # a room's name is taken too
+    assert {name: found for name, found in seen.items() if len(found) > 1} == {}
