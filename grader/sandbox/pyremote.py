@@ -3,8 +3,10 @@
 A ``Remote`` stands in the verifier (``pyverify``) for something of the student's that
 is not plain data. Calling it runs the student's code in the kernel with the arguments
 sent as data and gives back its result as data (or raises the error it raised, and
-prints what it printed); reading an attribute, ``repr``, ``len``, iteration and indexing
-are asked of the kernel too, and count only when they answer with plain data. A
+prints what it printed); reading an attribute, ``repr``, ``len``, truth, iteration (an
+iterator such as a generator one ``next`` at a time, as Python does), indexing, the
+order comparisons and a ``with`` block are asked of the kernel too, and count only when
+they answer with plain data. A
 reference equals nothing but another reference (then the kernel's ``==`` is asked, and
 must answer a plain bool): an object whose ``==`` is always true passes no comparison
 with the instructor's data. An object of a class of the notebook's own that stands
@@ -55,18 +57,15 @@ class StudentError(Exception):
 class Remote:
     """A function, class or object of the student's, in the kernel, by reference.
 
-    ``data``: it stands where the checks expect data (a value the test or value check
-    names, or what is reached from one; in a value check, anything). Such an object of
-    a class of the notebook's own (``datacodec.own_class``) is *sealed*: nothing of it
-    is asked of the kernel (no attribute, ``len``, iteration, indexing, membership,
-    ``==``, ``repr``), so a class named ``Series`` whose ``__contains__`` is always true
-    or whose ``__len__`` answers 154 satisfies no check; the test sees a ``TypeError``
-    saying so. What a test builds by calling the student's code (``Stack()``, a function's
-    result) is the test's to examine: calls answer as the student's code does. So a test
-    that checks the student's class builds its own instance (``s = Stack(); s.push(1);
-    assert len(s) == 1``), never reads one the notebook made (``len(stack)`` is refused,
-    for the solution too, which sends such a check to review). Library objects that are
-    not data (a figure, a fitted model, a ``range``) answer as before."""
+    ``data``: it stands where the checks expect data (a value a check names, or reached
+    from one). Such an object of the notebook's own class (``datacodec.own_class``) is
+    *sealed*: nothing of it is asked of the kernel, so a ``Series`` of the notebook's
+    whose ``__contains__`` is always true satisfies no check (the test sees a
+    ``TypeError`` saying so). What a test builds by calling the student's code
+    (``Stack()``, a function's result, a generator) answers as the student's code does;
+    a test never reads an object of the notebook's own class that the notebook made
+    (refused for the solution too: review). Library objects that are not data (a figure,
+    a fitted model, a ``range``) answer as the kernel's."""
 
     def __init__(self, bridge: Any, tree: dict[str, Any], data: bool = False,
                  label: str = ""):
@@ -117,15 +116,37 @@ class Remote:
             raise self._refuse("its truth")
         if self._kind != "obj":
             return True
-        try:
-            return self.__len__() != 0
-        except StudentError:  # no len(): an object is true
-            return True
+        return self._bridge.apply(self, "bool")
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Any:  # an iterator of the student's (a generator): item by item
         if self._sealed:
             raise self._refuse("its items")
-        return iter(self._bridge.apply(self, "iter"))
+        return self if self._bridge.apply(self, "isiter") else iter(self._bridge.apply(
+            self, "iter"))
+
+    def __next__(self) -> Any:
+        if self._sealed:
+            raise self._refuse("its next item")
+        if not (got := self._bridge.apply(self, "next")):
+            raise StopIteration
+        return got[0]
+
+    def _compare(self, how: str, other: Any) -> Any:  # also a `with` block's enter and exit
+        if self._sealed or (isinstance(other, Remote) and other._sealed):
+            raise self._refuse(f"its {how!r}")
+        return self._bridge.apply(self, how, other)
+
+    __lt__ = lambda self, other: self._compare("lt", other)  # noqa: E731
+    __le__ = lambda self, other: self._compare("le", other)  # noqa: E731
+    __gt__ = lambda self, other: self._compare("gt", other)  # noqa: E731
+    __ge__ = lambda self, other: self._compare("ge", other)  # noqa: E731
+
+    def __enter__(self) -> Any:
+        return self._compare("enter", None)
+
+    def __exit__(self, *exc: Any) -> bool:
+        self._compare("exit", None)
+        return False  # an error of the test's own block is never swallowed by the student's
 
     def __getitem__(self, key: Any) -> Any:
         if self._sealed:
@@ -147,8 +168,7 @@ class Remote:
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        got = self.__eq__(other)
-        return got if got is NotImplemented else not got
+        return got if (got := self.__eq__(other)) is NotImplemented else not got
 
     def __hash__(self) -> int:
         return hash(("remote", self._tree["ref"]))

@@ -126,8 +126,14 @@ class PythonBridge:
             raise KernelStopped(got["outcome"])
         reply = self._verified(got["text"], canary, got.get("error", ""))
         body = reply["body"]
-        if isinstance(body, dict) and body.get("$") == "failed":
-            raise StudentError(str(body.get("error", "")))  # the student's object refused
+        if isinstance(body, dict) and body.get("$") == "failed":  # the student's object refused
+            error = str(body.get("error", ""))
+            name, _, message = error.partition(": ")
+            kind = getattr(builtins, name, None)  # Python's own error, as the real object's
+            if isinstance(kind, type) and issubclass(kind, Exception) and kind is not \
+                    StopIteration:  # (an exhausted iterator answers [] instead)
+                raise kind(message)
+            raise StudentError(error)
         return body
 
     def _verified(self, text: str, canary: str, error: str) -> dict[str, Any]:
