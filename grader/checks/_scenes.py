@@ -3,6 +3,7 @@ of a check that found no code of the student's own to run."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,16 @@ if TYPE_CHECKING:
     from ..types import CheckResult
 
 Reader = Callable[["CheckResult", "Context"], "Reading"]
+
+
+def lazily(where: str) -> Callable[..., Any]:
+    """The function ``"module:name"``, imported when first called: a type's module names
+    the room that says or evaluates it without loading that room when types register."""
+    module, _, name = where.partition(":")
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+    return call
 
 
 def marked(check: Check, result: CheckResult) -> CheckResult:

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
+from ._scenes import lazily
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -23,12 +24,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
     ctx = scene.ctx
     return score_code(crit, check, ctx.match, ctx.submission.language,
                       questions(ctx.assignment.rubric))
-
-
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.level_reading import read_code
-
-    return read_code(ch, ctx)
 
 
 def _target(ch: Check) -> str:
@@ -62,7 +57,7 @@ TYPE = CheckType(
            Field("question", "only the cells under this question"),
            Field("depends_on", "criteria whose values this one uses")),
     target_field="pattern", target=_target,
-    evaluate=_evaluate, letter=_read, validate=_validate,
+    evaluate=_evaluate, letter=lazily("grader.letters.level_reading:read_code"), validate=_validate,
     produced_by=("rubric file", "editor", "old-system rubric"),
     example=r"pattern=%>%; min_count=10",
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
+from ._scenes import lazily
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -23,12 +24,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
                             ctx.assignment.rubric.all_placeholders, ctx.flagged)
 
 
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.level_reading import read_documented
-
-    return read_documented(ch, ctx)
-
-
 TYPE = CheckType(
     name="documented", kind="code", layer="L1", rank=100,
     summary="Comments and notes of the student's own beside their code.",
@@ -36,7 +31,8 @@ TYPE = CheckType(
     "comments or notes",
     reads=(Field("min_share", "the share of the student's code cells (default 0.5)"),),
     target_field=None, target=lambda ch: "comments and notes of the student's own",
-    evaluate=_evaluate, letter=_read, default_share=0.5,
+    evaluate=_evaluate,
+    letter=lazily("grader.letters.level_reading:read_documented"), default_share=0.5,
     produced_by=("rubric file", "editor", "old-system rubric"),
     example="min_share=0.6",
 )

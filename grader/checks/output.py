@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
+from ._scenes import lazily
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -22,12 +23,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
     from ._scenes import marked
 
     return marked(check, scene.output_verdict(crit, check))
-
-
-def _letter(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.output_reading import read_output
-
-    return read_output(ch, ctx)
 
 
 def _validate(ch: Check, where: str, problems: list[str]) -> None:
@@ -61,7 +56,8 @@ TYPE = CheckType(
                  "shares)"),
            Field("depends_on", "criteria whose values this one uses")),
     target_field="variable", target=lambda ch: ch.variable,
-    evaluate=_evaluate, letter=_letter, validate=_validate,
+    evaluate=_evaluate,
+    letter=lazily("grader.letters.output_reading:read_output"), validate=_validate,
     no_code="zero", charged_once="method",
     produced_by=("rubric file", "editor", "old-system rubric"),
     example="variable=sales_clean; compare=type, shape, values; partial=type:0.2, "

@@ -9,16 +9,10 @@ import re
 from typing import TYPE_CHECKING
 
 from ..check_types import CheckType, Field
-from ._scenes import by_printed, unless_no_code
+from ._scenes import by_printed, lazily, unless_no_code
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
-
-
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.value_reading import read_printed
-
-    return read_printed(ch, ctx)
 
 
 def _target(ch: Check) -> str:
@@ -47,7 +41,8 @@ TYPE = CheckType(
            Field("rtol", "relative tolerance"), Field("atol", "absolute tolerance"),
            Field("depends_on", "criteria whose values this one uses")),
     target_field="pattern", target=_target,
-    evaluate=by_printed, letter=unless_no_code(_read), validate=_validate,
+    evaluate=by_printed,
+    letter=unless_no_code(lazily("grader.letters.value_reading:read_printed")), validate=_validate,
     no_code="not_run", reads_outputs="cells", charged_once="values",
     produced_by=("rubric file", "editor", "old-system rubric"),
     example="number=57.3; question=Question 2; evidence=both",

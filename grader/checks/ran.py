@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
+from ._scenes import lazily
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -21,12 +22,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
     return score_ran(crit, check, scene.ctx.match)
 
 
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.level_reading import read_ran
-
-    return read_ran(ch, ctx)
-
-
 TYPE = CheckType(
     name="ran", kind="code", layer="L1", rank=105,
     summary="The student ran their code before submitting (outputs stored, no error).",
@@ -34,7 +29,7 @@ TYPE = CheckType(
     "stored error",
     reads=(Field("min_share", "the share of the student's code cells (default 1)"),),
     target_field=None, target=lambda ch: "cells the student ran",
-    evaluate=_evaluate, letter=_read, default_share=1.0,
+    evaluate=_evaluate, letter=lazily("grader.letters.level_reading:read_ran"), default_share=1.0,
     produced_by=("rubric file", "editor", "old-system rubric"),
     example="min_share=0.8",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
-from ._scenes import unless_no_code
+from ._scenes import lazily, unless_no_code
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -22,12 +22,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
     from ..layers.instructor_tests import score_test
 
     return score_test(crit, check, scene.run, scene.solution, scene.reason)
-
-
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.verdict_reading import read_test
-
-    return read_test(ch, ctx)
 
 
 def _validate(ch: Check, where: str, problems: list[str]) -> None:
@@ -59,7 +53,8 @@ TYPE = CheckType(
            Field("after", "runs right after the first code cell holding this text"),
            Field("depends_on", "criteria whose values this one uses")),
     target_field="name", target=lambda ch: ch.name,
-    evaluate=_evaluate, letter=unless_no_code(_read), validate=_validate,
+    evaluate=_evaluate,
+    letter=unless_no_code(lazily("grader.letters.verdict_reading:read_test")), validate=_validate,
     no_code="not_run", charged_once="values",
     produced_by=("rubric file", "editor", "nbgrader", "otter"),
     example='name=mean is right; code="assert abs(mean_sales - 64.58) < 0.01"',

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..check_types import CheckType, Field
-from ._scenes import unless_no_code
+from ._scenes import lazily, unless_no_code
 
 if TYPE_CHECKING:
     from ..rubrics.check_fields import Check
@@ -20,12 +20,6 @@ def _evaluate(crit: Criterion, check: Check, scene: Any) -> CheckResult:
     from ..layers.values import score_value
 
     return score_value(crit, check, scene.run, scene.solution, scene.reason)
-
-
-def _read(ch, ctx):  # type: ignore[no-untyped-def]
-    from ..letters.value_reading import read_value
-
-    return read_value(ch, ctx)
 
 
 def _validate(ch: Check, where: str, problems: list[str]) -> None:
@@ -48,7 +42,8 @@ TYPE = CheckType(
            Field("rtol", "relative tolerance"), Field("atol", "absolute tolerance"),
            Field("depends_on", "criteria whose values this one uses")),
     target_field="expression", target=lambda ch: ch.expression,
-    evaluate=_evaluate, letter=unless_no_code(_read), validate=_validate,
+    evaluate=_evaluate,
+    letter=unless_no_code(lazily("grader.letters.value_reading:read_value")), validate=_validate,
     no_code="not_run", charged_once="values",
     produced_by=("rubric file", "editor", "old-system rubric", "nbgrader", "otter"),
     example="expression=nrow(sales_clean); expected=178",
