@@ -25,6 +25,7 @@ from app_pages.import_view import show_import
 from app_pages.progress_view import follow_job, follow_models
 from app_pages.shared import (
     anonymous,
+    choose,
     get_client,
     get_store,
     get_warmup,
@@ -117,7 +118,7 @@ with st.expander("Create an assignment from files", expanded=not usable):
         except GraderError as exc:
             st.error(f"Cannot create the assignment: {exc}")
         else:
-            st.session_state["grade_assignment"] = made.name
+            choose("grade_assignment", made.name)
             st.session_state["grade_created"] = (made.name, made.title, made.language,
                                                  len(made.rubric.criteria), parsed.report,
                                                  made_from(*ups))

@@ -80,14 +80,33 @@ def anonymous() -> bool:
     return bool(st.session_state.get("anonymise", False))
 
 
+def chosen_key(key: str) -> str:
+    return f"{key}_chosen_by_page"
+
+
+def choose(key: str, value: str) -> None:
+    """A page chooses ``value`` for the ``kept_selectbox`` under ``key`` (the assignment
+    it just made): it is chosen in the next run that lists it, even when a rerun the
+    browser asked for (a fragment's, the models' sidebar) still carries the old choice."""
+    st.session_state[key] = value
+    st.session_state[chosen_key(key)] = value
+
+
 def kept_selectbox(label: str, options: list[str], key: str, shared: str | None = None,
                    **kwargs: Any) -> str:
     """A selectbox whose choice survives visits to other pages: kept under
     ``{key}_kept`` and given back to the widget when Streamlit has dropped its state.
-    A value put under ``key`` before the call (a page choosing for the user) wins.
+    A value put under ``key`` before the call (a page choosing for the user) wins; one
+    given by ``choose`` wins even over a rerun that still carries the widget's old value.
     With ``shared`` (e.g. "assignment"), a choice made on one page is where the other
     pages with the same ``shared`` open next (when it is among their options)."""
     kept = f"{key}_kept"
+    if (picked := st.session_state.pop(chosen_key(key), None)) is not None:
+        if picked in options:  # a page's choice (``choose``) holds over the browser's
+            st.session_state[key] = picked  # last word on the widget, whichever run comes
+            st.session_state[kept] = None  # chosen now: the other pages follow it
+        else:
+            st.session_state[chosen_key(key)] = picked  # not listed yet: the next run
     chosen = st.session_state.get(key)
     if shared is not None:
         if chosen in options and chosen != st.session_state.get(kept):
