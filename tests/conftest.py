@@ -42,12 +42,17 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DisaggregatedCl
 
 @pytest.fixture(scope="session")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DisaggregatedClient]:
-    """Two routes without prefix reuse: `split` hands KV over, `one` does not."""
+    """Two routes without prefix reuse: `split` hands KV over, `one` does not. Their
+    thread share is pinned at 2: the share follows the cores other processes leave free
+    (inference.threads.FreeCores), and two evaluations of one prompt with different
+    thread counts add their floats in another order, so a busy machine could make the
+    two routes' greedy tokens part for a reason that is not the handoff."""
     tmp = tmp_path_factory.mktemp("pair")
     client = DisaggregatedClient(make_config(tmp, {
         "split": {"mode": "disaggregated", "prefix_cache_mb": 0, "fallback": False},
         "one": {"mode": "single", "prefix_cache_mb": 0},
     }))
+    client.budget.free = lambda: 2  # every evaluation of both routes on 2 threads
     yield client
     client.close()
 
