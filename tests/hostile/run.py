@@ -116,8 +116,18 @@ def host_env(folder: Path) -> Iterator[tuple[HostEnv, list[bytes]]]:
 
 
 def _run_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("grader-run-*")
-            if "-other-" not in p.name}
+    """The run folders in the temporary folder, ours or of graders that are gone (a
+    folder of another grader still running beside the corpus is not left behind: yet)."""
+    from grader.sandbox.run_folders import _TAGGED, process_alive
+
+    out = set()
+    for p in Path(tempfile.gettempdir()).glob("grader-run-*"):
+        tag = _TAGGED.match(p.name)
+        if "-other-" in p.name or (tag is not None and int(tag["pid"]) != os.getpid()
+                                   and process_alive(int(tag["pid"]), int(tag["start"]))):
+            continue
+        out.add(p.name)
+    return out
 
 
 def cli_batch(language: str, files: list[Path], out: Path, llm: bool = False,
