@@ -49,17 +49,11 @@ _FAMILY = {
 }
 
 
-def compare_variables(
-    student: VariableSummary,
-    solution: VariableSummary,
-    compare: list[str],
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
-    ignore_order: bool = False,
-) -> dict[str, tuple[bool, str]]:
-    """aspect -> (passed, message) for each aspect in ``compare``."""
+def compare_variables(*args: Any, **kwargs: Any) -> dict[str, tuple[bool, str]]:
+    """aspect -> (passed, message) for each aspect in ``compare``; the arguments are
+    ``compare_aspects``'s."""
     return {aspect: (ok, message) for aspect, (ok, message, _) in compare_aspects(
-        student, solution, compare, rtol, atol, ignore_order).items()}
+        *args, **kwargs).items()}
 
 
 def compare_aspects(
