@@ -1,9 +1,11 @@
 """What a test does with an object of the student's behaves as the real object does
 (issue 35, C.1): ``next()`` on a generator, a ``for`` loop over one, ``sum`` of one, the
-order comparisons either way round, truth by the class's own ``__bool__``, a ``with``
-block. The instructor's tests run in the verifier against references into the student's
-kernel (``grader.sandbox.pyremote.Remote``); each test here also runs in plain Python
-against the same code, the real semantics, and must pass there too.
+order comparisons between the student's objects, truth by the class's own ``__bool__``,
+a ``with`` block. The instructor's tests run in the verifier against references into the
+student's kernel (``grader.sandbox.pyremote.Remote``); each test here also runs in plain
+Python against the same code, the real semantics, and must pass there too. An object of
+the notebook's own class never orders itself against the instructor's data (as with
+``==``: its class could say yes to every bound).
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ TESTS = {
             "assert list(g) == [1]\nassert next(g, None) is None",
     "for": "assert [x for x in countdown(3)] == [3, 2, 1]\nassert sum(countdown(4)) == 10\n"
            "seen = []\nfor x in countdown(2):\n    seen.append(x)\nassert seen == [2, 1]",
-    "compare": "assert Money(5) < 10\nassert 3 < Money(5)\nassert Money(5) >= Money(5)\n"
-               "assert not (Money(5) > 7)\nassert max(2, 9) <= Money(9)",
+    "compare": "assert Money(5) < Money(10)\nassert Money(3) <= Money(5)\n"
+               "assert Money(5) >= Money(5)\nassert not (Money(5) > Money(7))\n"
+               "assert sorted([Money(9), Money(2)], key=lambda m: m.cents)[0].cents == 2",
     "truth": "assert not Money(0)\nassert Money(1)\nassert bool(countdown(1))",
     "with": "o = Opened()\nwith o as same:\n    assert same.log == ['in']\n"
             "assert o.log == ['in', 'out']",
@@ -80,6 +83,30 @@ WRONG = {  # the same tests fail where the student's code is wrong, as in plain 
                "    def __ge__(self, other):\n        return False\n"
                "    def __le__(self, other):\n        return False\n",
 }
+
+
+ALWAYS = ("class Yes:\n    def __lt__(self, other):\n        return True\n"
+          "    __le__ = __gt__ = __ge__ = __lt__\n"
+          "def total(values):\n    return Yes()\n")
+
+
+def test_an_object_of_the_notebooks_class_never_orders_itself_against_the_instructors_data(
+        tmp_path: Path) -> None:
+    """As with ``==``: a result whose class says yes to every comparison passes no bound
+    the instructor sets with data (``60 < total(x) < 70``); compared with another object
+    of the student's, the kernel is asked."""
+    nb = new_notebook(cells=[new_code_cell(ALWAYS)])
+    clean = clean_names("python", new_notebook(cells=[new_code_cell("import math")]))
+    tests = {"bound": "assert 60 < total([1, 2]) < 70",
+             "below": "assert total([1]) <= 5",
+             "between objects": "assert Yes() < Yes()"}
+    res = execute_notebook(nb, "python", [], [], ExecLimits(cell_timeout_s=60,
+                                                            total_timeout_s=180),
+                           workdir=tmp_path, tests=[InstructorTest(k, t, 30, clean=clean)
+                                                    for k, t in tests.items()])
+    got = {k: r.status for k, r in res.tests.items()}
+    assert got == {"bound": "failed", "below": "failed", "between objects": "passed"}
+    assert "notebook's own class (Yes)" in res.tests["bound"].detail
 
 
 def _verified(tmp_path: Path, code: str) -> dict[str, str]:

@@ -35,6 +35,7 @@ __all__ = ["BUILTIN_NAMES", "Alarm", "BridgeFault", "CleanSpace", "KernelStopped
            "StudentError", "Tracker", "bound_names", "referenced_names", "sender", "unflagged"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ORDER = ("lt", "le", "gt", "ge")
 BUILTIN_NAMES = frozenset(k for k in vars(builtins) if not k.startswith("_"))
 
 
@@ -132,8 +133,10 @@ class Remote:
         return got[0]
 
     def _compare(self, how: str, other: Any) -> Any:  # also a `with` block's enter and exit
-        if self._sealed or (isinstance(other, Remote) and other._sealed):
-            raise self._refuse(f"its {how!r}")
+        if self._sealed or (isinstance(other, Remote) and other._sealed) or (
+                self._own and how in ORDER and not isinstance(other, Remote)):
+            raise self._refuse(f"its {how!r}" if how not in ORDER else "an order with the "
+                               "instructor's data (as ==: its class could say yes to all)")
         return self._bridge.apply(self, how, other)
 
     __lt__ = lambda self, other: self._compare("lt", other)  # noqa: E731
@@ -141,12 +144,9 @@ class Remote:
     __gt__ = lambda self, other: self._compare("gt", other)  # noqa: E731
     __ge__ = lambda self, other: self._compare("ge", other)  # noqa: E731
 
-    def __enter__(self) -> Any:
-        return self._compare("enter", None)
-
-    def __exit__(self, *exc: Any) -> bool:
-        self._compare("exit", None)
-        return False  # an error of the test's own block is never swallowed by the student's
+    __enter__ = lambda self: self._compare("enter", None)  # noqa: E731
+    # falsy: an error of the test's own block is never swallowed by the student's __exit__
+    __exit__ = lambda self, *exc: self._compare("exit", None) and False  # noqa: E731
 
     def __getitem__(self, key: Any) -> Any:
         if self._sealed:
