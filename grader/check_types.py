@@ -103,6 +103,9 @@ class CheckType:
     # errors cells raised), "" (none: it reads the code, or only our run).
     reads_outputs: ReadsOutputs = ""
     charged_once: ChargedOnce = "none"
+    # Its target is a variable, and one the student only ever assigns literals to
+    # (layer 1's ``hardcoded_output``) earns it nothing: typed in, not computed.
+    zero_when_typed_in: bool = False
     produced_by: tuple[str, ...] = ("rubric file", "editor")  # importers that may make it
     example: str = ""  # a target or options line, for the editor's help
     default_share: float | None = None  # min_share's default, for the types that read it

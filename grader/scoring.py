@@ -91,10 +91,11 @@ def score_criterion(crit: Criterion, layers: dict[str, LayerResult],
             res = CheckResult(
                 crit.id, check.type, check.target, 0.0, check.weight, layer, why, status="error"
             )
-        if check.type == "output" and check.variable in hardcoded and res.score > 0:
+        if check_types.of(check.type).zero_when_typed_in and check.target in hardcoded \
+                and res.score > 0:
             res = dataclasses.replace(
                 res, score=0.0,
-                message=f"{res.message}; scored 0: {check.variable} is hard-coded, not computed",
+                message=f"{res.message}; scored 0: {check.target} is hard-coded, not computed",
                 facts=dataclasses.replace(res.facts, counts=(*res.facts.counts,
                                                              ("hardcoded", 1))))
         if check.hidden and not res.hidden:  # the rubric's word, whichever layer evaluated it

@@ -58,7 +58,7 @@ TYPE = CheckType(
     target_field="variable", target=lambda ch: ch.variable,
     evaluate=_evaluate,
     letter=lazily("grader.letters.output_reading:read_output"), validate=_validate,
-    no_code="zero", charged_once="method",
+    no_code="zero", charged_once="method", zero_when_typed_in=True,
     produced_by=("rubric file", "editor", "old-system rubric"),
     example="variable=sales_clean; compare=type, shape, values; partial=type:0.2, "
     "shape:0.3, values:0.5",
