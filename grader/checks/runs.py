@@ -36,6 +36,10 @@ def _letter(ch: CheckResult, ctx: Context) -> Reading:
         return Reading(missing=[phrase("There is no code of your own in the notebook yet.")],
                        steps=[phrase("Write your code in the code cells of each part, then run "
                                      "the notebook from top to bottom.")])
+    if facts.state not in ("ran", "errors"):
+        from ..letters.check_reading import other_reading
+
+        return other_reading(ch, ctx)  # no facts to read: what was looked for, no more
     n = int(facts.count("errors"))
     if facts.state == "ran":
         return Reading(done=[phrase("Your notebook runs from top to bottom without errors."

@@ -35,9 +35,9 @@ def legacy_facts(check: str, message: str, target: str = "") -> Facts:
     if check == "runs":
         if m := re.match(r"(\d+) of the student's (\d+) code cells raised errors", message):
             return Facts("errors", counts=(("errors", int(m[1])), ("cells", int(m[2]))))
-        ok = re.search(r"(\d+) code cells ran with (\d+) errors", message)
-        return Facts("ran", counts=(("errors", int(ok[2])), ("cells", int(ok[1])))
-                     if ok else ())
+        if ok := re.search(r"(\d+) code cells ran with (\d+) errors", message):
+            return Facts("ran", counts=(("errors", int(ok[2])), ("cells", int(ok[1]))))
+        return NO_FACTS  # a sentence it does not know: said as what was looked for
     if check == "answer":
         return _answer(message)
     if check == "test":
